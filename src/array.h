@@ -1,0 +1,107 @@
+/* array.h - an assembled md RAID4/5/6 array over member sources.
+ *
+ * Assembly (array_assemble) turns a list of member images (or a manual
+ * geometry) into a struct array: members ordered by role, missing/stale/
+ * faulty ones known.  array_read() serves any byte range of the array,
+ * rebuilding from parity when members are missing or fail to read.
+ * array_read is thread-safe: many threads may read at once.
+ */
+#ifndef RAIDIMG_ARRAY_H
+#define RAIDIMG_ARRAY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "metadata.h"
+#include "source.h"
+
+enum member_state {
+	MEMBER_OK = 0,         /* in use */
+	MEMBER_MISSING,        /* no image for this role (absent or "missing") */
+	MEMBER_FAULTY,         /* metadata of the freshest member says faulty/removed */
+	MEMBER_STALE,          /* events too old; left out (used only with --force) */
+	MEMBER_REBUILDING,     /* recovery_offset < size: valid only below it */
+};
+
+struct array_member {
+	int role;
+	enum member_state state;
+	struct source *src;          /* NULL unless the array reads it; owned */
+	char *path;                  /* image path given by the user, owned, may be NULL */
+	uint64_t data_offset;        /* bytes */
+	uint64_t image_bytes;        /* size of the image */
+	/* Bytes of the data area that can be read: less than member_bytes when
+	 * the image is truncated or the member was being rebuilt
+	 * (recovery_offset).  Chunks beyond it are rebuilt from parity. */
+	uint64_t readable_bytes;
+	bool has_meta;
+	struct member_meta meta;     /* valid if has_meta */
+	char note[160];              /* why it is not used, for the user */
+	/* counters (atomic: updated by readers) */
+	_Atomic uint64_t reads, read_bytes, read_errors;
+};
+
+/* Images that were given but are not part of the array (spares, other arrays
+ * refused with --force, ...): reported by examine. */
+struct array_extra {
+	char *path;
+	char note[200];
+};
+
+struct array {
+	struct layout_geom geom;
+	int k;                       /* data chunks per stripe */
+	uint64_t member_bytes;       /* data bytes per member used by the array */
+	uint64_t array_bytes;        /* k * member_bytes */
+	uint64_t stripes;            /* member_bytes / chunk_bytes */
+	int nmissing;                /* roles not readable (any state but OK) */
+	int redundancy;              /* 1 (RAID4/5) or 2 (RAID6) */
+	bool has_meta;
+	char meta_format[8];
+	uint8_t uuid[16];
+	char name[33];
+	uint64_t events;             /* the freshest member's */
+	uint64_t resync_offset;      /* bytes of member data area; UINT64_MAX clean */
+	struct array_member *members;   /* [raid_disks], indexed by role; owned */
+	int nextra;
+	struct array_extra *extra;   /* owned */
+	char warnings[2048];         /* things the user must be told (forced stale members...) */
+	/* counters */
+	_Atomic uint64_t bytes_served, stripes_rebuilt, read_errors_recovered, read_errors_fatal;
+	_Atomic uint64_t member_requests, member_request_bytes;
+};
+
+struct assemble_opts {
+	bool force;                  /* use stale / faulty-marked members, loudly */
+	int open_flags;              /* SOURCE_READ normally */
+	/* manual geometry (images without metadata): used when manual is true */
+	bool manual;
+	struct layout_geom geom;
+	uint64_t data_offset;        /* bytes, for every member */
+	uint64_t member_bytes;       /* 0 = smallest image minus data_offset, rounded to chunk */
+	/* manual: order[i] = index into paths of role i, -1 for missing */
+	int order[LAYOUT_MAX_DISKS];
+	int norder;
+};
+
+/* Assemble.  paths[0..npaths) are image paths ("missing" is not a path:
+ * manual geometry expresses missing roles through order).  On failure
+ * returns -errno and a message in err naming the file and the problem.
+ * On success *out is owned by the caller: array_free(). */
+int array_assemble(const char *const *paths, int npaths, const struct assemble_opts *opts,
+                   struct array **out, char *err, size_t errlen);
+void array_free(struct array *a);    /* NULL is fine */
+
+/* Read len bytes at array offset off into buf (any alignment).  Reads past
+ * array_bytes are clamped by the caller: off+len must be <= array_bytes.
+ * Returns 0, or -EIO when redundancy cannot cover the failed/missing members
+ * (*bad_off, if not NULL, then gets the first array offset not served). */
+int array_read(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *bad_off);
+
+/* Human-readable verdict: "complete", "degraded", "not assemblable" */
+const char *array_verdict(const struct array *a);
+
+#endif

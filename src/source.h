@@ -1,0 +1,65 @@
+/* source.h - a member image: where its bytes come from.
+ *
+ * A vtable so that other kinds (zstd-seekable images, fault injection for
+ * tests) can sit behind the same calls.  Sources are opened read-only unless
+ * SOURCE_WRITE is asked for explicitly.
+ */
+#ifndef RAIDIMG_SOURCE_H
+#define RAIDIMG_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct source;
+
+struct source_ops {
+	const char *kind;                 /* "raw", "zstd", "fault" */
+	/* Read exactly len bytes at off (looping over short reads).
+	 * Reading past the end of the image is -EIO (a truncated image).
+	 * Returns 0 or -errno. */
+	int (*pread)(struct source *s, void *buf, size_t len, uint64_t off);
+	/* Vectored form: fill iov[0..iovcnt) from consecutive bytes at off. */
+	int (*preadv)(struct source *s, const struct iovec *iov, int iovcnt, uint64_t off);
+	/* Write exactly len bytes at off.  -EROFS unless opened SOURCE_WRITE. */
+	int (*pwrite)(struct source *s, const void *buf, size_t len, uint64_t off);
+	int (*sync)(struct source *s);
+	/* Set the image size (sparse).  -EROFS unless writable. */
+	int (*truncate)(struct source *s, uint64_t size);
+	void (*close)(struct source *s);  /* frees s and everything it owns */
+};
+
+struct source {
+	const struct source_ops *ops;
+	char *path;         /* absolute path, owned */
+	uint64_t size;      /* bytes */
+	int writable;
+	void *priv;         /* the implementation's */
+};
+
+enum {
+	SOURCE_READ = 0,
+	SOURCE_WRITE = 1,      /* open O_RDWR: only for repair/rebuild/create */
+	SOURCE_CREATE = 2,     /* with WRITE: create/truncate (create, rebuild -o) */
+};
+
+/* Open path as the right kind of source (raw image for now).  On error
+ * returns -errno and, if err is not NULL, a message naming the file. */
+int source_open(const char *path, int flags, struct source **out, char *err, size_t errlen);
+int source_open_raw(const char *path, int flags, struct source **out, char *err, size_t errlen);
+
+static inline int source_pread(struct source *s, void *buf, size_t len, uint64_t off)
+{
+	return s->ops->pread(s, buf, len, off);
+}
+static inline int source_preadv(struct source *s, const struct iovec *iov, int iovcnt, uint64_t off)
+{
+	return s->ops->preadv(s, iov, iovcnt, off);
+}
+static inline int source_pwrite(struct source *s, const void *buf, size_t len, uint64_t off)
+{
+	return s->ops->pwrite(s, buf, len, off);
+}
+void source_close(struct source *s);  /* NULL is fine */
+
+#endif
