@@ -347,9 +347,13 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 		if ((mm->feature_map & 2) && mm->recovery_offset != UINT64_MAX)
 			m->readable_bytes = mm->recovery_offset * 512;
 
-		if (stale || fresh_view == META_ROLE_FAULTY || fresh_view == META_ROLE_MISSING ||
-		    fresh_view == META_ROLE_SPARE) {
-			const char *why = stale ? "stale" : "marked faulty/removed by the freshest member";
+		/* The freshest member's view only condemns a member it records as
+		 * faulty: a member that claims a role with a current event count
+		 * while the others list its slot as spare is a replacement (such
+		 * as one written by raidimg rebuild), as in the kernel, whose
+		 * role comes from each member's own superblock. */
+		if (stale || fresh_view == META_ROLE_FAULTY) {
+			const char *why = stale ? "stale" : "marked faulty by the freshest member";
 			if (!o->force) {
 				m->state = stale ? MEMBER_STALE : MEMBER_FAULTY;
 				snprintf(m->note, sizeof(m->note), "%s: events %" PRIu64 " vs %" PRIu64

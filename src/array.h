@@ -69,6 +69,11 @@ struct array {
 	int nextra;
 	struct array_extra *extra;   /* owned */
 	char warnings[2048];         /* things the user must be told (forced stale members...) */
+	/* Foreground readers (the mount) inside array_read right now, and when
+	 * the last one started (now_ns()): the scrub worker backs off while
+	 * they are there.  Maintained by the caller (fuse_fs), not array_read. */
+	_Atomic int fg_active;
+	_Atomic uint64_t fg_last_ns;
 	/* counters */
 	_Atomic uint64_t bytes_served, stripes_rebuilt, read_errors_recovered, read_errors_fatal;
 	_Atomic uint64_t member_requests, member_request_bytes;

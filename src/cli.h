@@ -69,5 +69,8 @@ int cmd_create(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_scrub(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_overlay(int argc, char **argv);
 
 #endif
