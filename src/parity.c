@@ -35,13 +35,13 @@
 
 /* Two-erasure recovery strategy (recover_two_data, recover_data_p): one
  * ec_encode_data pass over all survivors (~k*rows table look-ups per byte)
- * wins for narrow stripes; beyond this many sources, pq_gen into scratch
- * followed by a 3-4 source combine is quicker.  On the AVX2 development VM
- * (scripts/bench_parity.c, 512 KiB chunks) the one pass won up to 14 data
- * slots and lost from 18 on; perf-facts.md saw the crossover near 10 members
- * on an AVX-512 host.  Override with -D to re-measure. */
+ * wins for narrow stripes; beyond this many sources, pq_gen into staggered
+ * scratch windows plus a 3-4 source combine is quicker.  Measured on the
+ * AVX2 development VM (512 KiB chunks, both strategies interleaved): one
+ * pass ahead up to 6 data slots, even at 7, behind from 8 on (1.3-2.5x at
+ * 10-14), as perf-facts.md saw near 10 members.  -D to re-measure. */
 #ifndef PARITY_ONEPASS_MAX_SRC
-#define PARITY_ONEPASS_MAX_SRC 16
+#define PARITY_ONEPASS_MAX_SRC 7
 #endif
 
 /* Internal marker for a byte with no mismatch in parity_locate_culprit. */

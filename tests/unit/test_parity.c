@@ -281,7 +281,8 @@ static void check_checks(int n, size_t len, uint32_t null_mask)
 {
 	struct stripe s;
 	stripe_init(&s, n, len, null_mask);
-	size_t where[] = { 0, len / 2, len - 1 };
+	/* ends, middle, and both sides of parity.c's 64 KiB windows */
+	size_t where[] = { 0, len / 2, len - 1, 65535 % len, 65536 % len, (len - 129) % len };
 	int bp = -1, bq = -1;
 
 	ck_assert_int_eq(parity_check_p(n, len, s.d, s.p, s.scratch), 0);
@@ -294,7 +295,7 @@ static void check_checks(int n, size_t len, uint32_t null_mask)
 		uint8_t *b = block(&s, id);
 		if (!b)
 			continue;
-		for (size_t w = 0; w < 3; w++) {
+		for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
 			size_t at = where[w];
 			uint8_t flip = (uint8_t)(1u << (rnd() % 8));
 			b[at] ^= flip;
@@ -307,6 +308,14 @@ static void check_checks(int n, size_t len, uint32_t null_mask)
 			b[at] ^= flip;
 		}
 	}
+	/* P bad early and Q bad late (different windows): both reported */
+	s.p[0] ^= 1;
+	s.q[len - 1] ^= 1;
+	ck_assert_int_eq(parity_check_pq(n, len, s.d, s.p, s.q, s.scratch, &bp, &bq), 1);
+	ck_assert_int_eq(bp, 1);
+	ck_assert_int_eq(bq, 1);
+	s.p[0] ^= 1;
+	s.q[len - 1] ^= 1;
 	ck_assert_int_eq(parity_check_pq(n, len, s.d, s.p, s.q, s.scratch, &bp, &bq), 0);
 	stripe_free(&s);
 }
@@ -319,6 +328,8 @@ START_TEST(test_check_detects_flips)
 	check_checks(_i, 31, 0);
 	if (_i > 2)
 		check_checks(_i, 4097, 0x2);   /* a zero block in slot 1 */
+	if (_i % 4 == 1)
+		check_checks(_i, 200003, 0);   /* several windows */
 }
 END_TEST
 
@@ -381,11 +392,11 @@ START_TEST(test_recover_with_null_slots)
 }
 END_TEST
 
-/* several isa-l pieces, both strategies (one ec pass up to 16 sources) */
+/* several isa-l pieces, both strategies (one ec pass up to 7 sources) */
 START_TEST(test_recover_beyond_piece)
 {
 	size_t len = (size_t)PARITY_ZERO_MAX + 96 + 3;
-	static const int widths[] = { 4, 18 };
+	static const int widths[] = { 4, 10 };
 	for (int w = 0; w < 2; w++) {
 		struct stripe s;
 		int n = widths[w];
@@ -530,13 +541,15 @@ static void check_culprit_single(int n, size_t len, uint32_t null_mask)
 	ck_assert_int_eq(culprit(&s), PARITY_NONE);   /* clean stripe */
 
 	/* a range at the start, one straddling the isa-l head/tail boundary,
+	 * one straddling parity.c's first window (len - 128 for short len),
 	 * and single bytes at the end */
-	size_t ranges[][2] = { { 0, 17 }, { len - 40, 40 }, { len - 1, 1 }, { len / 3, 64 } };
+	size_t ranges[][2] = { { 0, 17 },       { len - 40, 40 }, { len - 1, 1 },
+	                       { len / 3, 64 }, { len - 136, 16 }, { 65530 % (len - 12), 12 } };
 	for (int id = PARITY_Q; id < n; id++) {
 		uint8_t *b = block(&s, id);
 		if (!b)
 			continue;
-		for (size_t r = 0; r < 4; r++) {
+		for (size_t r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++) {
 			corrupt(b, ranges[r][0], ranges[r][1], saved);
 			ck_assert_msg(culprit(&s) == id, "n=%d len=%zu id=%d range %zu: got %d", n, len,
 			              id, r, culprit(&s));
@@ -556,6 +569,8 @@ START_TEST(test_culprit_single_block)
 	check_culprit_single(n, 4097, 0);
 	if (n >= 3)
 		check_culprit_single(n, 4096, 0x5);   /* slots 0 and 2 are zero blocks */
+	if (n == 8)
+		check_culprit_single(n, 200003, 0);   /* several windows */
 }
 END_TEST
 
@@ -634,6 +649,7 @@ static Suite *parity_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("check");
+	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_check_detects_flips, 1, 11);
 	suite_add_tcase(s, tc);
 
@@ -649,6 +665,7 @@ static Suite *parity_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("culprit");
+	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_culprit_single_block, 0,
 	                    (int)(sizeof(culprit_widths) / sizeof(culprit_widths[0])));
 	tcase_add_test(tc, test_culprit_two_blocks);
