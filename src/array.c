@@ -87,21 +87,65 @@ static int alloc_members(struct array *a, int n)
 	return 0;
 }
 
-/* Set the derived sizes and check every used member against them. */
-static int finish_geometry(struct array *a, char *err, size_t errlen)
+/* Refuse sizes no image can back: the array's end must lie within at least
+ * one image (else every image is truncated - or the size is absurd); --force
+ * reads what there is.  who: the image whose superblock gave the geometry,
+ * NULL for a manual one. */
+static int check_sizes_backed(struct array *a, bool force, const char *who, char *err, size_t errlen)
+{
+	uint64_t longest = 0;
+	char b1[32], b2[32];
+
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		const struct array_member *m = &a->members[r];
+		uint64_t have;
+
+		if (!m->src || (m->state != MEMBER_OK && m->state != MEMBER_REBUILDING))
+			continue;
+		have = m->image_bytes > m->data_offset ? m->image_bytes - m->data_offset : 0;
+		if (have >= a->member_bytes || force)
+			return 0;
+		if (have > longest)
+			longest = have;
+	}
+	if (a->nmissing == a->geom.raid_disks)
+		return 0;       /* nothing to read: "too many missing" says it */
+	if (who)
+		fmt_err(err, errlen, "%s: the superblock gives each member %s of data, but no image holds "
+			"that much (the longest data area is %s): truncated images, or a damaged superblock? "
+			"(--force reads what there is)", who, fmt_size(a->member_bytes, b1, sizeof(b1)),
+			fmt_size(longest, b2, sizeof(b2)));
+	else
+		fmt_err(err, errlen, "--member-size %s is more than any image holds past the data offset "
+			"(the longest holds %s; --force reads what there is)",
+			fmt_size(a->member_bytes, b1, sizeof(b1)), fmt_size(longest, b2, sizeof(b2)));
+	return -EINVAL;
+}
+
+/* Set the derived sizes and check every used member against them.
+ * who: the image whose superblock gave the geometry, NULL for a manual one. */
+static int finish_geometry(struct array *a, bool force, const char *who, char *err, size_t errlen)
 {
 	const char *why = NULL;
+	int ret;
 
 	if (layout_check(&a->geom, &why)) {
-		fmt_err(err, errlen, "unsupported geometry: %s", why ? why : "invalid");
+		fmt_err(err, errlen, "%s%sunsupported geometry: %s", who ? who : "", who ? ": " : "",
+			why ? why : "invalid");
 		return -EINVAL;
 	}
 	a->k = layout_data_disks(&a->geom);
 	a->redundancy = a->geom.level == 6 ? 2 : 1;
 	a->member_bytes -= a->member_bytes % a->geom.chunk_bytes;
 	if (a->member_bytes == 0) {
-		fmt_err(err, errlen, "the members hold less than one chunk (%u bytes) of data",
-			a->geom.chunk_bytes);
+		fmt_err(err, errlen, "%s%sthe members hold less than one chunk (%u bytes) of data",
+			who ? who : "", who ? ": " : "", a->geom.chunk_bytes);
+		return -EINVAL;
+	}
+	/* offsets must fit in an off_t (FUSE, lseek): at most 8 EiB */
+	if (a->member_bytes > (uint64_t)INT64_MAX / (uint64_t)a->k) {
+		fmt_err(err, errlen, "%s%san array of %d data members of %" PRIu64 " bytes each is impossibly large",
+			who ? who : "", who ? ": " : "", a->k, a->member_bytes);
 		return -EINVAL;
 	}
 	a->stripes = a->member_bytes / a->geom.chunk_bytes;
@@ -139,6 +183,9 @@ static int finish_geometry(struct array *a, char *err, size_t errlen)
 			a->nmissing, a->geom.raid_disks, a->geom.level, a->redundancy, roles);
 		return -ENODEV;
 	}
+	ret = check_sizes_backed(a, force, who, err, errlen);
+	if (ret)
+		return ret;
 	return 0;
 }
 
@@ -209,7 +256,7 @@ static int assemble_manual(struct array *a, struct candidate *c, int nc,
 		fmt_err(err, errlen, "no member images given");
 		return -EINVAL;
 	}
-	return finish_geometry(a, err, errlen);
+	return finish_geometry(a, o->force, NULL, err, errlen);
 }
 
 static const char *role_desc(int role, char *buf, size_t len)
@@ -289,6 +336,11 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 	ret = alloc_members(a, fresh->raid_disks);
 	if (ret)
 		return ret;
+	if (fresh->component_sectors > (uint64_t)INT64_MAX / 512) {
+		fmt_err(err, errlen, "%s: superblock says each member holds %" PRIu64 " sectors: impossibly large",
+			c[ifresh].path, fresh->component_sectors);
+		return -EINVAL;
+	}
 	a->member_bytes = fresh->component_sectors * 512;
 	a->resync_offset = fresh->resync_offset == UINT64_MAX ? UINT64_MAX : fresh->resync_offset * 512;
 
@@ -387,7 +439,7 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 	if (a->resync_offset != UINT64_MAX)
 		warn_add(a, "the array was not clean (resync at %" PRIu64 " bytes into each member): parity "
 			 "beyond there may be stale, so chunks rebuilt from it may be wrong", a->resync_offset);
-	return finish_geometry(a, err, errlen);
+	return finish_geometry(a, o->force, c[ifresh].path, err, errlen);
 }
 
 int array_assemble(const char *const *paths, int npaths, const struct assemble_opts *o,
@@ -477,13 +529,13 @@ const char *array_verdict(const struct array *a)
 /* reading                                                              */
 /* ------------------------------------------------------------------ */
 
-/* Can member `disk` serve the chunk of stripe `s`?  `lost` marks members
- * that failed during this request. */
+/* Can member `disk` serve the chunk of stripe `s`?  `lost` (may be NULL)
+ * marks members that failed during this request. */
 static bool chunk_readable(const struct array *a, int disk, uint64_t s, const bool *lost)
 {
 	const struct array_member *m = &a->members[disk];
 
-	if (lost[disk] || !m->src)
+	if ((lost && lost[disk]) || !m->src)
 		return false;
 	if (m->state != MEMBER_OK && m->state != MEMBER_REBUILDING)
 		return false;
@@ -658,149 +710,370 @@ static uint8_t *scratch_get(size_t size)
 	return sc->mem;
 }
 
-/* Bytes of one member read in one go on the rebuild path. */
+/* Bytes of one member read in one go on the rebuild path ... */
 #define REBUILD_WINDOW (4u << 20)
+/* ... unless members x window would exceed this (the per-thread scratch). */
+#define REBUILD_SCRATCH (32u << 20)
+/* A member read that fails is retried in pieces of this size to find which
+ * bytes are really lost (md's STRIPE_SIZE): two members failing in
+ * different blocks of one stripe are still covered by RAID5's parity. */
+#define FAIL_BLOCK 4096u
 
-/* Rebuild path for stripes [s0, s1].  lost[] holds members known to fail
- * in this request and is updated when another one fails. */
-static int read_rebuild(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
-			uint64_t s0, uint64_t s1, bool *lost, uint64_t *bad_off)
+/* One piece of rebuild work: stripes s0..s1 (rows), and of every member's
+ * chunk in them the columns [c0, c1) (512-byte aligned). */
+struct piece {
+	uint64_t s0, s1;
+	uint32_t c0, c1;
+	const struct array_observer *obs;    /* NULL: nobody asked */
+};
+
+/* Scratch of one piece, carved from the per-thread buffer. */
+struct piece_mem {
+	uint32_t w;                          /* c1 - c0 */
+	uint64_t ns;                         /* rows */
+	uint32_t nb;                         /* FAIL_BLOCKs per row */
+	uint8_t *win[LAYOUT_MAX_DISKS];      /* ns rows of w bytes per disk */
+	uint64_t rows[LAYOUT_MAX_DISKS];     /* rows read from the disk (a prefix) */
+	uint8_t *bad;                        /* [disk][row][block]: read failed */
+	uint8_t *pscratch;                   /* 2 * w, for parity_recover */
+};
+
+static uint8_t *bad_at(const struct piece_mem *pm, int disk, uint64_t row)
 {
-	int n = a->geom.raid_disks;
+	return pm->bad + ((size_t)disk * pm->ns + row) * pm->nb;
+}
+
+/* Is block blk of disk's chunk in this row served? */
+static bool block_ok(const struct piece_mem *pm, int disk, uint64_t row, uint32_t blk)
+{
+	return row < pm->rows[disk] && !bad_at(pm, disk, row)[blk];
+}
+
+static bool row_has_bad(const struct piece_mem *pm, int disk, uint64_t row)
+{
+	const uint8_t *b = bad_at(pm, disk, row);
+
+	if (row >= pm->rows[disk])
+		return false;
+	for (uint32_t i = 0; i < pm->nb; i++)
+		if (b[i])
+			return true;
+	return false;
+}
+
+/* One read from a member for the rebuild path, with the counters. */
+static int member_pread(struct array *a, int disk, uint8_t *buf, size_t len, uint64_t moff)
+{
+	struct array_member *m = &a->members[disk];
+	int ret = source_pread(m->src, buf, len, m->data_offset + moff);
+
+	atomic_fetch_add(&m->reads, 1);
+	atomic_fetch_add(&a->member_requests, 1);
+	atomic_fetch_add(&a->member_request_bytes, len);
+	if (ret)
+		atomic_fetch_add(&m->read_errors, 1);
+	else
+		atomic_fetch_add(&m->read_bytes, len);
+	return ret;
+}
+
+/* A read of one row failed: find the FAIL_BLOCKs that really fail. */
+static void narrow_row(struct array *a, int disk, const struct piece *pc, struct piece_mem *pm,
+		       uint64_t row)
+{
 	uint64_t cb = a->geom.chunk_bytes;
-	uint32_t lo = 0, hi = (uint32_t)cb, w;
+	uint8_t *dst = pm->win[disk] + row * pm->w;
+	uint64_t moff = (pc->s0 + row) * cb + pc->c0;
+	uint8_t *bad = bad_at(pm, disk, row);
+
+	for (uint32_t b = 0; b < pm->nb; b++) {
+		uint32_t x = b * FAIL_BLOCK;
+		uint32_t l = pm->w - x < FAIL_BLOCK ? pm->w - x : FAIL_BLOCK;
+
+		bad[b] = member_pread(a, disk, dst + x, l, moff + x) != 0;
+	}
+}
+
+/* Read the piece's columns of every row disk has into pm->win[disk]; on a
+ * failure narrow it down row by row, then block by block. */
+static void piece_read_member(struct array *a, int disk, const struct piece *pc, struct piece_mem *pm)
+{
+	uint64_t cb = a->geom.chunk_bytes;
+	uint64_t nrows = pm->rows[disk];
+	bool whole = pm->w == cb;
+
+	/* full chunks of consecutive stripes are contiguous in the member */
+	if (whole && member_pread(a, disk, pm->win[disk], (size_t)(nrows * cb), pc->s0 * cb) == 0)
+		return;
+	for (uint64_t r = 0; r < nrows; r++) {
+		uint64_t moff = (pc->s0 + r) * cb + pc->c0;
+
+		if ((whole && nrows == 1) ||
+		    member_pread(a, disk, pm->win[disk] + r * pm->w, pm->w, moff))
+			narrow_row(a, disk, pc, pm, r);
+	}
+}
+
+/* Requested columns [*lo, *hi) of data index d in a stripe, clipped to
+ * [x0, x1); false if they do not meet. */
+static bool data_cols(const struct array *a, const struct stripe_span *sp, int d,
+		      uint32_t x0, uint32_t x1, uint32_t *lo, uint32_t *hi)
+{
+	uint32_t clo = d == sp->d0 ? sp->lo : 0;
+	uint32_t chi = d == sp->d1 ? sp->hi : a->geom.chunk_bytes;
+
+	if (d < sp->d0 || d > sp->d1)
+		return false;
+	*lo = clo > x0 ? clo : x0;
+	*hi = chi < x1 ? chi : x1;
+	return *lo < *hi;
+}
+
+/* Erasure id of a disk in stripe map (parity_recover's numbering). */
+static int erasure_id(const struct array *a, const struct stripe_map *map, int disk)
+{
+	if (disk == map->p_disk)
+		return PARITY_P;
+	if (disk == map->q_disk)
+		return PARITY_Q;
+	return a->geom.level == 6 ? map->disk_slot[disk] : map->disk_data[disk];
+}
+
+/* Tell the observer where len bytes at array offset aoff, of disk's chunk
+ * in this row, came from (served: copied out; else unreadable). */
+static void observe_chunk(const struct array *a, const struct piece *pc, const struct piece_mem *pm,
+			  uint64_t row, uint32_t blk, int disk, uint64_t aoff, uint32_t len, bool served)
+{
+	bool used[LAYOUT_MAX_DISKS];
+	enum array_source how = ARRAY_SRC_UNREADABLE;
+
+	for (int i = 0; i < a->geom.raid_disks; i++)
+		used[i] = block_ok(pm, i, row, blk);
+	if (served)
+		how = used[disk] ? ARRAY_SRC_MEMBER : ARRAY_SRC_REBUILT;
+	pc->obs->served(pc->obs->ctx, aoff, len, how, disk, used);
+}
+
+/* Serve columns [x0, x1) of one row (blocks blk0.. all lost alike):
+ * rebuild the lost data chunks if needed and possible, copy the requested
+ * bytes out.  Returns 0, or -EIO with *bad set to the first requested
+ * array offset of this segment that cannot be served (the rest is copied). */
+static int serve_segment(struct array *a, uint8_t *buf, uint64_t off, uint64_t s,
+			 const struct stripe_map *map, const struct stripe_span *sp,
+			 struct piece_mem *pm, const struct piece *pc, uint64_t row,
+			 uint32_t x0, uint32_t x1, bool *rebuilt, uint64_t *bad)
+{
+	uint64_t cb = a->geom.chunk_bytes;
+	uint32_t blk = (x0 - pc->c0) / FAIL_BLOCK;
+	size_t at = (size_t)row * pm->w + (x0 - pc->c0);
+	uint8_t *slots[LAYOUT_MAX_DISKS];
+	int ids[2] = { PARITY_NONE, PARITY_NONE }, nlost = 0;
+	bool need = false;
+	int n = a->geom.raid_disks, ret = 0;
+
+	for (int disk = 0; disk < n; disk++) {
+		uint32_t lo, hi;
+
+		if (block_ok(pm, disk, row, blk))
+			continue;
+		if (nlost < 2)
+			ids[nlost] = erasure_id(a, map, disk);
+		nlost++;
+		if (map->disk_data[disk] >= 0 && data_cols(a, sp, map->disk_data[disk], x0, x1, &lo, &hi))
+			need = true;
+	}
+	if (need && nlost > a->redundancy) {
+		ret = -EIO;
+	} else if (need && a->geom.level == 6) {
+		for (int i = 0; i < map->q_slots; i++)
+			slots[i] = NULL;
+		for (int disk = 0; disk < n; disk++)
+			if (map->disk_slot[disk] >= 0)
+				slots[map->disk_slot[disk]] = pm->win[disk] + at;
+		if (parity_recover(map->q_slots, x1 - x0, slots, pm->win[map->p_disk] + at,
+				   pm->win[map->q_disk] + at, ids[0], ids[1], pm->pscratch))
+			return -EINVAL;
+		*rebuilt = true;
+	} else if (need) {
+		for (int d = 0; d < map->k; d++)
+			slots[d] = pm->win[map->data_disk[d]] + at;
+		if (parity_recover(map->k, x1 - x0, slots, pm->win[map->p_disk] + at, NULL, ids[0],
+				   PARITY_NONE, pm->pscratch))
+			return -EINVAL;
+		*rebuilt = true;
+	}
+	for (int d = sp->d0; d <= sp->d1; d++) {
+		int disk = map->data_disk[d];
+		uint32_t lo, hi;
+		uint64_t aoff;
+
+		if (!data_cols(a, sp, d, x0, x1, &lo, &hi))
+			continue;
+		aoff = (s * (uint64_t)a->k + (uint64_t)d) * cb + lo;
+		if (pc->obs)
+			observe_chunk(a, pc, pm, row, blk, disk, aoff, hi - lo, !(ret && !block_ok(pm, disk, row, blk)));
+		if (ret && !block_ok(pm, disk, row, blk)) {
+			if (aoff < *bad)
+				*bad = aoff;
+			continue;
+		}
+		memcpy(buf + (aoff - off), pm->win[disk] + at + (lo - x0), hi - lo);
+	}
+	return ret;
+}
+
+/* Serve one row of a piece, in segments over which the same members are
+ * lost (the whole row at once unless a read failed in it). */
+static int serve_row(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
+		     const struct piece *pc, struct piece_mem *pm, uint64_t row, uint64_t *bad)
+{
+	uint64_t s = pc->s0 + row;
 	struct stripe_map map;
 	struct stripe_span sp;
-	uint8_t *mem, *win[LAYOUT_MAX_DISKS], *pscratch;
-	uint8_t *slots[LAYOUT_MAX_DISKS];
-	bool have[LAYOUT_MAX_DISKS];
-	uint64_t ns = s1 - s0 + 1;
-	int ret;
+	bool rebuilt = false, failed = false;
+	int nbad = 0, ret = 0;
 
-	/* One stripe: only the window of the chunk that is asked for. */
-	if (ns == 1) {
-		stripe_span(a, s0, off, end, &sp);
-		if (sp.d0 == sp.d1) {
-			lo = sp.lo;
-			hi = sp.hi;
-		} else if (sp.d1 == sp.d0 + 1 && sp.hi <= sp.lo) {
-			lo = 0;
-			hi = (uint32_t)cb;
-		}
-		/* sector-align so parity works on aligned, 512-multiple blocks */
-		lo &= ~511u;
-		hi = (uint32_t)(((uint64_t)hi + 511) & ~511ull);
-		if (hi > cb)
-			hi = (uint32_t)cb;
+	layout_map_stripe(&a->geom, s, &map);
+	stripe_span(a, s, off, end, &sp);
+	for (int disk = 0; disk < a->geom.raid_disks; disk++)
+		nbad += row_has_bad(pm, disk, row);
+	for (uint32_t x0 = pc->c0; x0 < pc->c1;) {
+		uint32_t x1 = nbad ? x0 - (x0 - pc->c0) % FAIL_BLOCK + FAIL_BLOCK : pc->c1;
+
+		if (x1 > pc->c1)
+			x1 = pc->c1;
+		ret = serve_segment(a, buf, off, s, &map, &sp, pm, pc, row, x0, x1, &rebuilt, bad);
+		if (ret == -EIO)
+			failed = true;
+		else if (ret)
+			return ret;
+		x0 = x1;
 	}
-	w = hi - lo;
-	mem = scratch_get((size_t)w * ns * (size_t)n + 2 * (size_t)w + 64);
-	if (!mem)
-		return -ENOMEM;
-	for (int d = 0; d < n; d++)
-		win[d] = mem + (size_t)d * w * ns;
-	pscratch = mem + (size_t)n * w * ns;
-
-again:
-	/* Read every member that is readable over the whole run. */
-	for (int disk = 0; disk < n; disk++) {
-		struct array_member *m = &a->members[disk];
-		uint64_t moff;
-
-		size_t rlen;
-		uint64_t rows;
-
-		have[disk] = chunk_readable(a, disk, s0, lost);
-		if (!have[disk])
-			continue;
-		/* a truncated or rebuilding member: read the rows it has */
-		for (rows = 1; rows < ns && chunk_readable(a, disk, s0 + rows, lost); rows++)
-			;
-		rlen = ns == 1 ? w : (size_t)(rows * cb);
-		moff = m->data_offset + s0 * cb + lo;
-		ret = source_pread(m->src, win[disk], rlen, moff);
-		atomic_fetch_add(&m->reads, 1);
-		atomic_fetch_add(&a->member_requests, 1);
-		atomic_fetch_add(&a->member_request_bytes, rlen);
-		if (ret) {
-			atomic_fetch_add(&m->read_errors, 1);
-			lost[disk] = true;
-			goto again;
-		}
-		atomic_fetch_add(&m->read_bytes, rlen);
-	}
-
-	for (uint64_t s = s0; s <= s1; s++) {
-		size_t row = (size_t)(s - s0) * w;
-		int lost_ids[2], nlost = 0;
-		bool need = false;
-
-		layout_map_stripe(&a->geom, s, &map);
-		stripe_span(a, s, off, end, &sp);
-		for (int disk = 0; disk < n; disk++) {
-			bool ok = have[disk] && chunk_readable(a, disk, s, lost);
-			int id;
-
-			if (ok)
-				continue;
-			if (disk == map.p_disk)
-				id = PARITY_P;
-			else if (disk == map.q_disk)
-				id = PARITY_Q;
-			else {
-				id = a->geom.level == 6 ? map.disk_slot[disk] : map.disk_data[disk];
-				if (map.disk_data[disk] >= sp.d0 && map.disk_data[disk] <= sp.d1)
-					need = true;
-			}
-			if (nlost < 2)
-				lost_ids[nlost] = id;
-			nlost++;
-		}
-		if (need) {
-			if (nlost > a->redundancy) {
-				/* the first requested byte that cannot be served */
-				for (int d = sp.d0; d <= sp.d1; d++) {
-					int disk = map.data_disk[d];
-					if (!(have[disk] && chunk_readable(a, disk, s, lost))) {
-						uint64_t c0 = (s * (uint64_t)a->k + (uint64_t)d) * cb;
-						*bad_off = c0 + (d == sp.d0 ? sp.lo : 0);
-						break;
-					}
-				}
-				atomic_fetch_add(&a->read_errors_fatal, 1);
-				return -EIO;
-			}
-			if (a->geom.level == 6) {
-				for (int i = 0; i < map.q_slots; i++)
-					slots[i] = NULL;
-				for (int disk = 0; disk < n; disk++)
-					if (map.disk_slot[disk] >= 0)
-						slots[map.disk_slot[disk]] = win[disk] + row;
-				ret = parity_recover(map.q_slots, w, slots, win[map.p_disk] + row,
-						     win[map.q_disk] + row, lost_ids[0],
-						     nlost > 1 ? lost_ids[1] : PARITY_NONE, pscratch);
-			} else {
-				for (int d = 0; d < map.k; d++)
-					slots[d] = win[map.data_disk[d]] + row;
-				ret = parity_recover(map.k, w, slots, win[map.p_disk] + row, NULL,
-						     lost_ids[0], PARITY_NONE, pscratch);
-			}
-			if (ret)
-				return ret;
-			atomic_fetch_add(&a->stripes_rebuilt, 1);
-		}
-		for (int d = sp.d0; d <= sp.d1; d++) {
-			uint32_t clo = d == sp.d0 ? sp.lo : 0;
-			uint32_t chi = d == sp.d1 ? sp.hi : (uint32_t)cb;
-			uint64_t aoff = (s * (uint64_t)a->k + (uint64_t)d) * cb + clo;
-
-			memcpy(buf + (aoff - off), win[map.data_disk[d]] + row + (clo - lo), chi - clo);
-		}
-	}
+	if (rebuilt)
+		atomic_fetch_add(&a->stripes_rebuilt, 1);
+	if (failed)
+		return -EIO;
+	/* failed reads whose bytes were rebuilt (or not needed) */
+	if (nbad)
+		atomic_fetch_add(&a->read_errors_recovered, (uint64_t)nbad);
 	return 0;
 }
 
+/* Rebuild path for one piece.  Every row is served even when one fails, so
+ * that everything before the first unserved offset (*bad) is right. */
+static int read_piece(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
+		      const struct piece *pc, uint64_t *bad)
+{
+	int n = a->geom.raid_disks;
+	struct piece_mem *pm;
+	uint8_t *mem;
+	size_t wins;
+	int ret = 0;
+
+	pm = calloc(1, sizeof(*pm));
+	if (!pm)
+		return -ENOMEM;
+	pm->w = pc->c1 - pc->c0;
+	pm->ns = pc->s1 - pc->s0 + 1;
+	pm->nb = (pm->w + FAIL_BLOCK - 1) / FAIL_BLOCK;
+	wins = (size_t)pm->w * pm->ns * (size_t)n;
+	mem = scratch_get(wins + 2 * (size_t)pm->w + (size_t)n * pm->ns * pm->nb);
+	if (!mem) {
+		free(pm);
+		return -ENOMEM;
+	}
+	pm->pscratch = mem + wins;
+	pm->bad = pm->pscratch + 2 * (size_t)pm->w;
+	memset(pm->bad, 0, (size_t)n * pm->ns * pm->nb);
+	for (int disk = 0; disk < n; disk++) {
+		pm->win[disk] = mem + (size_t)disk * pm->w * pm->ns;
+		/* a truncated or rebuilding member has a prefix of the rows */
+		while (pm->rows[disk] < pm->ns && chunk_readable(a, disk, pc->s0 + pm->rows[disk], NULL))
+			pm->rows[disk]++;
+		if (pm->rows[disk])
+			piece_read_member(a, disk, pc, pm);
+	}
+	for (uint64_t row = 0; row < pm->ns; row++) {
+		int r = serve_row(a, buf, off, end, pc, pm, row, bad);
+
+		if (r && r != -EIO) {
+			ret = r;
+			break;
+		}
+		if (r)
+			ret = r;
+	}
+	free(pm);
+	return ret;
+}
+
+/* Add [lo, hi) of the chunk, sector-aligned, to the column list. */
+static void cols_add(uint32_t cols[2][2], int *ncols, uint32_t lo, uint32_t hi, uint32_t cb)
+{
+	lo &= ~511u;
+	hi = (uint32_t)(((uint64_t)hi + 511) & ~511ull);
+	if (hi > cb)
+		hi = cb;
+	if (*ncols && lo <= cols[*ncols - 1][1]) {     /* overlaps the previous one */
+		if (hi > cols[*ncols - 1][1])
+			cols[*ncols - 1][1] = hi;
+		return;
+	}
+	cols[*ncols][0] = lo;
+	cols[*ncols][1] = hi;
+	(*ncols)++;
+}
+
+/* Rebuild path for stripes [s0, s1] (at most a window of rows): cut into
+ * pieces of at most colmax columns.  Several rows are read as whole chunks;
+ * a single stripe only over the columns asked for.  Returns 0, or -EIO with
+ * *bad the first array offset not served (all bytes before it are). */
+static int read_rebuild(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
+			uint64_t s0, uint64_t s1, uint32_t colmax, uint64_t *bad,
+			const struct array_observer *obs)
+{
+	uint32_t cb = a->geom.chunk_bytes;
+	uint32_t cols[2][2];
+	int ncols = 0, ret = 0;
+
+	if (s0 < s1) {
+		cols_add(cols, &ncols, 0, cb, cb);
+	} else {
+		struct stripe_span sp;
+
+		stripe_span(a, s0, off, end, &sp);
+		if (sp.d0 == sp.d1) {
+			cols_add(cols, &ncols, sp.lo, sp.hi, cb);
+		} else if (sp.d1 == sp.d0 + 1 && sp.hi <= sp.lo) {
+			cols_add(cols, &ncols, 0, sp.hi, cb);
+			cols_add(cols, &ncols, sp.lo, cb, cb);
+		} else {
+			cols_add(cols, &ncols, 0, cb, cb);
+		}
+	}
+	*bad = UINT64_MAX;
+	for (int i = 0; i < ncols; i++) {
+		for (uint32_t c0 = cols[i][0]; c0 < cols[i][1];) {
+			struct piece pc = { s0, s1, c0, cols[i][1] - c0 > colmax ? c0 + colmax : cols[i][1], obs };
+			int r = read_piece(a, buf, off, end, &pc, bad);
+
+			if (r && r != -EIO)
+				return r;
+			if (r)
+				ret = r;
+			c0 = pc.c1;
+		}
+	}
+	return ret;
+}
+
 int array_read(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *bad_off)
+{
+	return array_read_observed(a, vbuf, len, off, bad_off, NULL);
+}
+
+int array_read_observed(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *bad_off,
+			const struct array_observer *obs)
 {
 	uint8_t *buf = vbuf;
 	uint64_t end = off + len;
@@ -808,14 +1081,15 @@ int array_read(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *
 	uint64_t sbytes = cb * (uint64_t)a->k;
 	uint64_t window = REBUILD_WINDOW;
 	uint64_t rows_per_window;
-	bool lost[LAYOUT_MAX_DISKS] = { false };
+	uint64_t retry_end = 0;      /* stripes below this go the rebuild way */
 	uint64_t bad = 0;
 	uint64_t s, s_last;
 	int ret = 0;
 
-	/* keep the per-thread scratch (window x members) near 32 MiB at most */
-	if (window * (uint64_t)a->geom.raid_disks > (32u << 20))
-		window = (32u << 20) / (uint64_t)a->geom.raid_disks;
+	/* keep the per-thread scratch (window x members) bounded, whatever
+	 * the chunk size: big chunks are rebuilt in column pieces */
+	if (window * (uint64_t)a->geom.raid_disks > REBUILD_SCRATCH)
+		window = REBUILD_SCRATCH / (uint64_t)a->geom.raid_disks / FAIL_BLOCK * FAIL_BLOCK;
 	rows_per_window = window / cb ? window / cb : 1;
 	if (len == 0)
 		return 0;
@@ -828,53 +1102,54 @@ int array_read(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *
 		struct stripe_span sp;
 		bool rebuild;
 		uint64_t t = s;
+		uint64_t roff, rend;
 
 		/* the longest run of stripes of one kind (direct or rebuild) */
 		layout_map_stripe(&a->geom, s, &map);
 		stripe_span(a, s, off, end, &sp);
-		rebuild = stripe_needs_rebuild(a, s, &map, &sp, lost);
+		rebuild = s < retry_end || stripe_needs_rebuild(a, s, &map, &sp, NULL);
 		while (t < s_last) {
 			struct stripe_span sp2;
+			bool r2;
+
 			layout_map_stripe(&a->geom, t + 1, &map);
 			stripe_span(a, t + 1, off, end, &sp2);
-			if (stripe_needs_rebuild(a, t + 1, &map, &sp2, lost) != rebuild)
+			r2 = t + 1 < retry_end || stripe_needs_rebuild(a, t + 1, &map, &sp2, NULL);
+			if (r2 != rebuild)
 				break;
 			if (rebuild && t + 1 - s >= rows_per_window)
 				break;
 			t++;
 		}
-		{
-			uint64_t roff = s * sbytes > off ? s * sbytes : off;
-			uint64_t rend = (t + 1) * sbytes < end ? (t + 1) * sbytes : end;
+		roff = s * sbytes > off ? s * sbytes : off;
+		rend = (t + 1) * sbytes < end ? (t + 1) * sbytes : end;
+		if (!rebuild) {
+			int failed = -1;
 
-			if (!rebuild) {
-				int failed = -1;
-				ret = read_direct(a, buf + (roff - off), roff, rend, s, t, &failed);
-				if (ret && failed >= 0) {
-					/* a member failed: redo these stripes without it */
-					atomic_fetch_add(&a->members[failed].read_errors, 1);
-					lost[failed] = true;
-					continue;
-				}
-			} else {
-				ret = read_rebuild(a, buf + (roff - off), roff, rend, s, t, lost, &bad);
+			ret = read_direct(a, buf + (roff - off), roff, rend, s, t, &failed);
+			if (ret && failed >= 0) {
+				/* a member failed: redo these stripes the rebuild
+				 * way, which finds what exactly is lost */
+				atomic_fetch_add(&a->members[failed].read_errors, 1);
+				retry_end = t + 1;
+				continue;
 			}
-			if (ret)
-				break;
+			if (!ret && obs)
+				obs->served(obs->ctx, roff, rend - roff, ARRAY_SRC_MEMBERS, -1, NULL);
+		} else {
+			ret = read_rebuild(a, buf + (roff - off), roff, rend, s, t, (uint32_t)window, &bad, obs);
 		}
+		if (ret)
+			break;
 		s = t + 1;
 	}
 	if (ret == 0) {
-		uint64_t nlost = 0;
-
-		for (int i = 0; i < a->geom.raid_disks; i++)
-			nlost += lost[i];
-		/* every member that failed here was covered by redundancy */
-		if (nlost)
-			atomic_fetch_add(&a->read_errors_recovered, nlost);
 		atomic_fetch_add(&a->bytes_served, len);
-	} else if (bad_off) {
-		*bad_off = ret == -EIO ? bad : off;
+	} else {
+		if (ret == -EIO)
+			atomic_fetch_add(&a->read_errors_fatal, 1);
+		if (bad_off)
+			*bad_off = ret == -EIO ? bad : off;
 	}
 	return ret;
 }

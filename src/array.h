@@ -106,6 +106,26 @@ void array_free(struct array *a);    /* NULL is fine */
  * (*bad_off, if not NULL, then gets the first array offset not served). */
 int array_read(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *bad_off);
 
+/* Where the bytes of an array_read came from, for provenance maps
+ * (custody.c).  served() is called on the reading thread for pieces of the
+ * request, in no particular order, each piece once:
+ *   ARRAY_SRC_MEMBERS     a run read straight from the members: each data
+ *                         chunk from the member holding it (layout_locate)
+ *   ARRAY_SRC_MEMBER      straight from member `role`
+ *   ARRAY_SRC_REBUILT     the chunk of member `role` rebuilt from parity out
+ *                         of the members marked in used[] (raid_disks entries)
+ *   ARRAY_SRC_UNREADABLE  the chunk of member `role` could not be served
+ * role is -1 and used NULL for ARRAY_SRC_MEMBERS. */
+enum array_source { ARRAY_SRC_MEMBERS, ARRAY_SRC_MEMBER, ARRAY_SRC_REBUILT, ARRAY_SRC_UNREADABLE };
+struct array_observer {
+	void (*served)(void *ctx, uint64_t off, uint64_t len, enum array_source how, int role,
+		       const bool *used);
+	void *ctx;
+};
+/* array_read telling obs (may be NULL) where each byte came from. */
+int array_read_observed(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *bad_off,
+			const struct array_observer *obs);
+
 /* Human-readable verdict: "complete", "degraded", "not assemblable" */
 const char *array_verdict(const struct array *a);
 

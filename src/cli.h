@@ -72,5 +72,6 @@ int cmd_rebuild(int argc, char **argv);
 int cmd_compress(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 
 #endif

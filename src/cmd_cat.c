@@ -1,13 +1,12 @@
 /* cmd_cat.c - raidimg cat: stream the assembled array out.
  *
  * Worker threads assemble consecutive segments of the array in parallel
- * (each a whole number of stripes, so every member sees large reads) and
- * the main thread writes them out in order.
+ * (pipeline.c: each a whole number of stripes, so every member sees large
+ * reads) and the main thread writes them out in order.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,75 +14,17 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "custody.h"
+#include "pipeline.h"
 #include "util.h"
 
-struct seg_slot {
-	uint8_t *buf;
-	uint64_t seg;          /* segment number held, when ready */
-	bool ready;
-	int ret;
-	uint64_t bad_off;
+/* What the in-order consumer needs. */
+struct cat_out {
+	int fd;
+	const char *name;           /* for messages */
+	struct custody_run *cr;
+	uint64_t written;
 };
-
-struct cat_job {
-	struct array *a;
-	uint64_t start, end;   /* array range */
-	uint64_t seg_bytes;
-	uint64_t nseg;
-	int nslots;
-	struct seg_slot *slots;
-	uint64_t next_seg;     /* next segment a worker takes */
-	uint64_t written;      /* segments written so far */
-	bool stop;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-};
-
-static void seg_range(const struct cat_job *j, uint64_t seg, uint64_t *off, size_t *len)
-{
-	uint64_t o = j->start + seg * j->seg_bytes;
-	uint64_t e = o + j->seg_bytes < j->end ? o + j->seg_bytes : j->end;
-
-	/* the first segment ends on a stripe-multiple boundary (see cmd_cat) */
-	*off = o;
-	*len = (size_t)(e - o);
-}
-
-static void *cat_worker(void *arg)
-{
-	struct cat_job *j = arg;
-
-	pthread_mutex_lock(&j->lock);
-	for (;;) {
-		uint64_t seg;
-		struct seg_slot *sl;
-		uint64_t off;
-		size_t len;
-		int ret;
-
-		if (j->stop || j->next_seg >= j->nseg)
-			break;
-		seg = j->next_seg++;
-		/* wait until the slot's previous segment has been written */
-		while (!j->stop && seg >= j->written + (uint64_t)j->nslots)
-			pthread_cond_wait(&j->cond, &j->lock);
-		if (j->stop)
-			break;
-		sl = &j->slots[seg % (uint64_t)j->nslots];
-		pthread_mutex_unlock(&j->lock);
-
-		seg_range(j, seg, &off, &len);
-		ret = array_read(j->a, sl->buf, len, off, &sl->bad_off);
-
-		pthread_mutex_lock(&j->lock);
-		sl->seg = seg;
-		sl->ret = ret;
-		sl->ready = true;
-		pthread_cond_broadcast(&j->cond);
-	}
-	pthread_mutex_unlock(&j->lock);
-	return NULL;
-}
 
 static int write_all(int fd, const uint8_t *p, size_t len)
 {
@@ -107,6 +48,34 @@ static bool same_file(const char *a, const char *b)
 	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* pipeline consume(): write one segment.  On a read error, the bytes
+ * before the first unreadable offset are right (array_read serves them):
+ * write them out, then stop. */
+static int cat_consume(void *ctx, int slot, const uint8_t *buf, size_t len, uint64_t off, int ret,
+		       uint64_t bad_off)
+{
+	struct cat_out *o = ctx;
+	size_t n = len;
+	int wr;
+
+	if (ret)
+		n = ret == -EIO && bad_off > off && bad_off - off <= len ? (size_t)(bad_off - off) : 0;
+	wr = write_all(o->fd, buf, n);
+	if (wr) {
+		msg("%s: write failed: %s", o->name, strerror(-wr));
+		return -EIO;
+	}
+	o->written += n;
+	if (custody_segment(o->cr, slot, buf, n, ret))
+		return -EIO;
+	if (ret == -EIO)
+		msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
+		    "there to rebuild it from parity", bad_off);
+	else if (ret)
+		msg("reading the array at offset %" PRIu64 ": %s", off, strerror(-ret));
+	return ret ? -EIO : 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: raidimg cat [OPTIONS] [ARRAY OPTIONS] MEMBER...\n\n"
@@ -118,7 +87,8 @@ static void usage(FILE *f)
 		   "  --length SIZE       copy this many bytes (default: to the end)\n"
 		   "  --threads N         reader threads (default 2)\n"
 		   "  --stats             print read statistics as JSON on stderr at the end\n"
-		   "  -h, --help          this text\n\n" ARRAY_OPTIONS_HELP
+		   "  -h, --help          this text\n\n" CUSTODY_OPTIONS_HELP CUSTODY_PROVENANCE_HELP
+		   "\n" ARRAY_OPTIONS_HELP
 		   "\nExit status: 0 all bytes written, 2 error.\n");
 }
 
@@ -144,26 +114,28 @@ int cmd_cat(int argc, char **argv)
 		{ "stats", no_argument, NULL, OPT_STATS },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
+		CUSTODY_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct array_args aa;
 	struct array *a = NULL;
-	struct cat_job j;
-	pthread_t *tids = NULL;
+	struct custody_opts co = { 0 };
+	struct custody_run cr = { 0 };
+	struct cat_out o = { .fd = -1 };
+	struct pipeline pl = { 0 };
 	const char *outpath = NULL;
-	uint64_t offset = 0, length = UINT64_MAX, stripe;
+	uint64_t offset = 0, length = UINT64_MAX;
 	long long nthreads = 2;
 	bool stats = false, have_offset = false;
-	int opt, ret = EXIT_ERR, fd = -1, started = 0;
+	int opt, ret = EXIT_ERR, fd = -1, r;
 	uint64_t t0;
 
-	memset(&j, 0, sizeof(j));
 	array_args_init(&aa);
 	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		int r = array_args_opt(&aa, opt, optarg);
+		r = array_args_opt(&aa, opt, optarg);
 		if (r < 0)
 			goto out;
-		if (r)
+		if (r || custody_opt(&co, opt, optarg))
 			continue;
 		switch (opt) {
 		case 'o': outpath = optarg; break;
@@ -196,6 +168,8 @@ int cmd_cat(int argc, char **argv)
 		usage(stderr);
 		goto out;
 	}
+	if (custody_begin(&cr, &co, "cat", argc, argv))
+		goto out;
 	if (array_args_open(&aa, argc - optind, argv + optind, &a))
 		goto out;
 	if (offset > a->array_bytes) {
@@ -220,71 +194,22 @@ int cmd_cat(int argc, char **argv)
 		fd = STDOUT_FILENO;
 	}
 
-	/* segments: whole stripes, about 8 MiB */
-	stripe = (uint64_t)a->geom.chunk_bytes * (uint64_t)a->k;
-	j.seg_bytes = (8u << 20) / stripe * stripe;
-	if (j.seg_bytes == 0)
-		j.seg_bytes = stripe;
-	j.a = a;
-	j.start = offset;
-	j.end = offset + length;
-	j.nseg = length ? (length + j.seg_bytes - 1) / j.seg_bytes : 0;
-	j.nslots = (int)nthreads * 2;
-	pthread_mutex_init(&j.lock, NULL);
-	pthread_cond_init(&j.cond, NULL);
-	j.slots = calloc((size_t)j.nslots, sizeof(*j.slots));
-	tids = calloc((size_t)nthreads, sizeof(*tids));
-	if (!j.slots || !tids)
-		goto out_threads;
-	for (int i = 0; i < j.nslots; i++) {
-		j.slots[i].buf = xaligned_alloc(j.seg_bytes);
-		if (!j.slots[i].buf) {
-			msg("out of memory");
-			goto out_threads;
-		}
-	}
-	t0 = now_ns();
-	for (; started < nthreads; started++)
-		if (pthread_create(&tids[started], NULL, cat_worker, &j))
-			break;
-	if (!started) {
-		msg("cannot start reader threads");
-		goto out_threads;
-	}
-	ret = EXIT_OK;
-	for (uint64_t seg = 0; seg < j.nseg; seg++) {
-		struct seg_slot *sl = &j.slots[seg % (uint64_t)j.nslots];
-		uint64_t off;
-		size_t len;
-		int wr;
+	if (custody_array(&cr, a, &aa.ao, aa.paths, aa.npaths, pipeline_nslots((int)nthreads)))
+		goto out;
 
-		pthread_mutex_lock(&j.lock);
-		while (!(sl->ready && sl->seg == seg))
-			pthread_cond_wait(&j.cond, &j.lock);
-		pthread_mutex_unlock(&j.lock);
-		seg_range(&j, seg, &off, &len);
-		if (sl->ret) {
-			if (sl->ret == -EIO)
-				msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
-				    "there to rebuild it from parity", sl->bad_off);
-			else
-				msg("reading the array at offset %" PRIu64 ": %s", off, strerror(-sl->ret));
-			ret = EXIT_ERR;
-			break;
-		}
-		wr = write_all(fd, sl->buf, len);
-		if (wr) {
-			msg("%s: write failed: %s", outpath ? outpath : "standard output", strerror(-wr));
-			ret = EXIT_ERR;
-			break;
-		}
-		pthread_mutex_lock(&j.lock);
-		sl->ready = false;
-		j.written = seg + 1;
-		pthread_cond_broadcast(&j.cond);
-		pthread_mutex_unlock(&j.lock);
-	}
-	if (ret == EXIT_OK && outpath && fd >= 0 && close(fd)) {
+	o.fd = fd;
+	o.name = outpath ? outpath : "standard output";
+	o.cr = &cr;
+	pl.a = a;
+	pl.start = offset;
+	pl.length = length;
+	pl.nthreads = (int)nthreads;
+	pl.consume = cat_consume;
+	pl.ctx = &o;
+	custody_pipeline(&cr, &pl);
+	t0 = now_ns();
+	ret = pipeline_run(&pl) ? EXIT_ERR : EXIT_OK;
+	if (outpath && close(fd) && ret == EXIT_OK) {
 		msg("%s: %s", outpath, strerror(errno));
 		ret = EXIT_ERR;
 	}
@@ -295,22 +220,18 @@ int cmd_cat(int argc, char **argv)
 	if (ret == EXIT_OK && atomic_load(&a->stripes_rebuilt))
 		fprintf(stderr, "%s: %" PRIu64 " stripes were rebuilt from parity\n", prog_name,
 			atomic_load(&a->stripes_rebuilt));
-out_threads:
-	pthread_mutex_lock(&j.lock);
-	j.stop = true;
-	pthread_cond_broadcast(&j.cond);
-	pthread_mutex_unlock(&j.lock);
-	for (int i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-	for (int i = 0; j.slots && i < j.nslots; i++)
-		free(j.slots[i].buf);
-	free(j.slots);
-	free(tids);
-	pthread_mutex_destroy(&j.lock);
-	pthread_cond_destroy(&j.cond);
+	if (atomic_load(&a->read_errors_recovered))
+		fprintf(stderr, "%s: %" PRIu64 " member read errors were recovered from parity\n", prog_name,
+			atomic_load(&a->read_errors_recovered));
+	if (cr.rec)
+		record_add_output(cr.rec, outpath, "raw", NULL);
+	/* the hashes go where the data does not */
+	ret = custody_end(&cr, outpath ? stdout : stderr, offset, length, ret == EXIT_OK && o.written == length,
+			  ret);
 out:
 	if (fd >= 0 && fd != STDOUT_FILENO)
 		close(fd);
+	custody_free(&cr);
 	array_free(a);
 	array_args_free(&aa);
 	return ret;

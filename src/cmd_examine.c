@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "custody.h"
 #include "util.h"
 
 static const char *state_name(enum member_state s)
@@ -232,8 +233,41 @@ static void usage(FILE *f)
 		   "its geometry and a verdict: complete, degraded (served by rebuilding from\n"
 		   "parity) or not assemblable, with the reason.\n\n"
 		   "  --json      one JSON object: {\"members\":[...],\"array\":{...}}\n"
-		   "  -h, --help  this text\n\n" ARRAY_OPTIONS_HELP
+		   "              (with --hash also \"sha256\":{\"members\":[...],\"array\":{...}})\n"
+		   "  -h, --help  this text\n\n"
+		   "Chain of custody:\n"
+		   "  --hash         print the sha256 of every image file and of the array (reads\n"
+		   "                 the whole array); when it cannot be assembled, of the image\n"
+		   "                 files alone, on stderr\n"
+		   "  --record FILE  write a JSON record of the assembly (implies --hash);\n"
+		   "                 `raidimg replay FILE` repeats it\n\n" ARRAY_OPTIONS_HELP
 		   "\nExit status: 0 the array can be assembled, 2 it cannot (or bad usage).\n");
+}
+
+/* --hash/--record: hash the image files and the array, start the record
+ * (finished once the verdict is printed).  0 or -1 (message printed). */
+static int examine_custody(struct custody_run *cr, const struct custody_opts *co, struct array *a,
+			   const struct array_args *aa, int argc, char **argv)
+{
+	if (custody_begin(cr, co, "examine", argc, argv) ||
+	    custody_array(cr, a, &aa->ao, aa->paths, aa->npaths, pipeline_nslots(2)) ||
+	    custody_hash_array(cr, a, 2))
+		return -1;
+	custody_finish_hash(cr);
+	return 0;
+}
+
+/* --hash without an array: the image files alone, on stderr. */
+static void hash_images(const struct array_args *aa)
+{
+	for (int i = 0; i < aa->npaths; i++) {
+		char hex[SHA256_HEX], err[512];
+
+		if (custody_hash_file(aa->paths[i], hex, NULL, err, sizeof(err)))
+			msg("%s", err);
+		else
+			fprintf(stderr, "sha256 %s  %s\n", hex, aa->paths[i]);
+	}
 }
 
 int cmd_examine(int argc, char **argv)
@@ -242,21 +276,26 @@ int cmd_examine(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
+		{ "hash", no_argument, NULL, 0x1101 },
+		{ "record", required_argument, NULL, 0x1102 },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct custody_opts co = { 0 };
+	struct custody_run cr = { 0 };
 	struct array_args aa;
 	struct array *a = NULL;
 	struct probed *pr = NULL;
 	bool json = false;
 	char err[1024] = "";
-	int opt, ret = EXIT_ERR, nimg = 0;
+	int opt, ret = EXIT_ERR, nimg = 0, argc0 = argc;
+	char **argv0 = argv;
 
 	array_args_init(&aa);
 	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
 		int r = array_args_opt(&aa, opt, optarg);
 		if (r < 0)
 			goto out;
-		if (r)
+		if (r || custody_opt(&co, opt, optarg))
 			continue;
 		switch (opt) {
 		case 'j': json = true; break;
@@ -282,6 +321,9 @@ int cmd_examine(int argc, char **argv)
 	/* the verdict carries the reason when it fails */
 	if (array_assemble(aa.paths, aa.npaths, &aa.ao, &a, err, sizeof(err)))
 		a = NULL;
+	/* --hash/--record: the image files and the whole array (custody.c) */
+	if (a && co.hash && examine_custody(&cr, &co, a, &aa, argc0, argv0))
+		goto out;
 
 	if (json) {
 		printf("{\"members\":[");
@@ -298,6 +340,10 @@ int cmd_examine(int argc, char **argv)
 			json_str(stdout, err);
 			putchar('}');
 		}
+		if (a && co.hash) {
+			printf(",\"sha256\":");
+			custody_print_hashes_json(stdout, &cr, a->array_bytes);
+		}
 		printf("}\n");
 	} else {
 		for (int i = 0; i < nimg; i++)
@@ -306,11 +352,20 @@ int cmd_examine(int argc, char **argv)
 			print_array_text(a);
 		else
 			printf("\nArray:\n  verdict        : not assemblable: %s\n", err);
+		if (a && co.hash) {
+			printf("\nSHA-256:\n");
+			custody_print_hashes(stdout, &cr.mh, cr.array_hex, 0, a->array_bytes);
+		}
 	}
 	if (!a)
 		msg("not assemblable: %s", err);
+	if (!a && co.hash)
+		hash_images(&aa);
 	ret = a ? EXIT_OK : EXIT_ERR;
+	if (a && co.hash)
+		ret = custody_end(&cr, NULL, 0, a->array_bytes, true, ret);
 out:
+	custody_free(&cr);
 	array_free(a);
 	free(pr);
 	array_args_free(&aa);

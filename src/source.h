@@ -47,6 +47,15 @@ enum {
  * returns -errno and, if err is not NULL, a message naming the file. */
 int source_open(const char *path, int flags, struct source **out, char *err, size_t errlen);
 int source_open_raw(const char *path, int flags, struct source **out, char *err, size_t errlen);
+/* A zstd seekable-format image (source_zstd.c), read-only; its size is the
+ * decompressed size.  source_open picks it for files starting with the zstd
+ * magic (see source.c). */
+int source_open_zstd(const char *path, int flags, struct source **out, char *err, size_t errlen);
+/* Test facility (source_fault.c): if the environment variable RAIDIMG_FAULTS
+ * names this image, replace *s by a source whose reads fail on the given
+ * ranges (it owns the old one).  0 (also when not named) or -errno with a
+ * message. */
+int source_fault_wrap(struct source **s, char *err, size_t errlen);
 
 static inline int source_pread(struct source *s, void *buf, size_t len, uint64_t off)
 {

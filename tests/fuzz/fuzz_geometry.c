@@ -1,0 +1,159 @@
+/* fuzz_geometry.c - the command-line geometry: array_args_opt and
+ * array_args_prepare (--level, --layout, --chunk, --order, sizes, the
+ * images and 'missing'), parse_size, layout_from_name, and for every
+ * geometry they accept the block mapping of layout.c.
+ *
+ * Input: records of u8 what, then a NUL-terminated string (the rest of the
+ * input if there is no NUL).  what % 9: 0..6 = --level, --layout, --chunk,
+ * --order, --data-offset, --member-size, --force with that string as the
+ * value; 7 = an image path; 8 = the word "missing".
+ * Properties: no crash; an accepted geometry passes layout_check or is
+ * refused by it, and its stripe maps are permutations: every data chunk,
+ * P and Q on distinct members, the inverse maps agree, Q slots distinct,
+ * and layout_locate agrees with layout_map_stripe.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fuzz.h"
+#include "layout.h"
+#include "util.h"
+
+#define MAX_ARGS 700
+
+static void check_map(const struct layout_geom *g, uint64_t stripe)
+{
+	static struct stripe_map m;
+	bool used[LAYOUT_MAX_DISKS] = { false }, slot[LAYOUT_MAX_DISKS] = { false };
+	int n = g->raid_disks, k = layout_data_disks(g);
+
+	layout_map_stripe(g, stripe, &m);
+	if (m.n != n || m.k != k)
+		fuzz_fail("stripe %llu: n %d k %d, want %d %d", (unsigned long long)stripe, m.n, m.k, n, k);
+	if (m.p_disk < 0 || m.p_disk >= n)
+		fuzz_fail("stripe %llu: P on disk %d of %d", (unsigned long long)stripe, m.p_disk, n);
+	used[m.p_disk] = true;
+	if (g->level == 6) {
+		if (m.q_disk < 0 || m.q_disk >= n || used[m.q_disk])
+			fuzz_fail("stripe %llu: Q on disk %d (P %d)", (unsigned long long)stripe, m.q_disk, m.p_disk);
+		used[m.q_disk] = true;
+	} else if (m.q_disk != -1) {
+		fuzz_fail("RAID%d with a Q disk %d", g->level, m.q_disk);
+	}
+	for (int d = 0; d < k; d++) {
+		int disk = m.data_disk[d];
+
+		if (disk < 0 || disk >= n || used[disk])
+			fuzz_fail("stripe %llu (layout %d, %d disks): data %d on disk %d twice or out of range",
+				  (unsigned long long)stripe, g->layout, n, d, disk);
+		used[disk] = true;
+		if (m.disk_data[disk] != d)
+			fuzz_fail("disk_data[%d] %d, want %d", disk, m.disk_data[disk], d);
+		if (g->level == 6) {
+			int s = m.disk_slot[disk];
+
+			if (s < 0 || s >= m.q_slots || slot[s])
+				fuzz_fail("stripe %llu: Q slot %d of disk %d", (unsigned long long)stripe, s, disk);
+			slot[s] = true;
+		}
+	}
+	if (m.disk_data[m.p_disk] != -1 || (g->level == 6 && m.disk_data[m.q_disk] != -1))
+		fuzz_fail("P/Q disk holds a data index");
+	/* layout_locate of each data chunk's first and last byte */
+	for (int d = 0; d < k; d++) {
+		uint64_t chunk = stripe * (uint64_t)k + (uint64_t)d;
+		struct layout_pos pos;
+
+		if (chunk > (UINT64_MAX >> 1) / g->chunk_bytes)
+			break;
+		layout_locate(g, chunk * g->chunk_bytes + g->chunk_bytes - 1, &pos);
+		if (pos.stripe != stripe || pos.data_index != d || pos.disk != m.data_disk[d] ||
+		    pos.chunk_off != g->chunk_bytes - 1 ||
+		    pos.member_off != stripe * g->chunk_bytes + g->chunk_bytes - 1)
+			fuzz_fail("layout_locate disagrees with layout_map_stripe at stripe %llu data %d",
+				  (unsigned long long)stripe, d);
+	}
+}
+
+static void check_geometry(const struct layout_geom *g)
+{
+	static const uint64_t far[] = { 1000003, 1ull << 32, (1ull << 40) + 7, UINT64_MAX / 3 };
+	const char *name;
+	int back;
+
+	if (layout_check(g, NULL))
+		return;
+	for (uint64_t s = 0; s < 2 * (uint64_t)g->raid_disks + 2; s++)
+		check_map(g, s);
+	for (size_t i = 0; i < ARRAY_LEN(far); i++)
+		check_map(g, far[i]);
+	name = layout_name(g->level, g->layout);
+	if (g->level != 4 && strcmp(name, "unknown") &&
+	    (layout_from_name(g->level, name, &back) || back != g->layout))
+		fuzz_fail("layout %d is named '%s' which reads back as another", g->layout, name);
+}
+
+/* Parsers that take any string: they must not crash, and what parse_size
+ * accepts must be a whole number of bytes. */
+static void check_string(const char *s)
+{
+	uint64_t v;
+	long long ll;
+	int layout;
+
+	if (parse_size(s, &v) == 0 && strspn(s, "0123456789") == strlen(s) && strlen(s) < 19 &&
+	    v != strtoull(s, NULL, 10))
+		fuzz_fail("parse_size(\"%s\") = %llu", s, (unsigned long long)v);
+	parse_int(s, -1000, 1000, &ll);
+	for (int level = 4; level <= 6; level++) {
+		struct layout_geom g = { level, 0, level + 1, 65536 };
+
+		if (layout_from_name(level, s, &layout) == 0) {
+			g.layout = layout;
+			if (layout_check(&g, NULL))
+				fuzz_fail("layout_from_name(%d, \"%s\") = %d which layout_check refuses",
+					  level, s, layout);
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static char arena[1 << 16];
+	static char *argv[MAX_ARGS];
+	static struct array_args aa;
+	static const int opts[] = { 0x1001, 0x1002, 0x1003, 0x1004, 0x1005, 0x1006, 0x1007 };
+	struct fuzz_in in = { data, size };
+	size_t used = 0;
+	int argc = 0;
+	bool ok = true;
+
+	if (size > sizeof(arena) / 2)
+		return 0;
+	array_args_init(&aa);
+	while (in.left) {
+		uint8_t what = fuzz_u8(&in) % 9;
+		const uint8_t *nul = memchr(in.p, '\0', in.left);
+		size_t len = nul ? (size_t)(nul - in.p) : in.left, got;
+		const uint8_t *p = fuzz_bytes(&in, len, &got);
+		char *s = arena + used;
+
+		fuzz_u8(&in);                   /* the NUL */
+		memcpy(s, p, got);
+		s[got] = '\0';
+		used += got + 1;
+		check_string(s);
+		if (what < 7) {
+			if (ok && array_args_opt(&aa, opts[what], s) < 0)
+				ok = false;
+		} else if (argc < MAX_ARGS) {
+			argv[argc++] = what == 7 ? s : (char *)"missing";
+		}
+	}
+	if (ok && array_args_prepare(&aa, argc, argv) == 0 && aa.ao.manual)
+		check_geometry(&aa.ao.geom);
+	array_args_free(&aa);
+	return 0;
+}

@@ -1,0 +1,67 @@
+#!/bin/bash
+# Real read errors: member images served by tests/helpers/eiofs, a FUSE file
+# system whose reads of chosen ranges fail with EIO in the kernel's read(2)
+# (a disk with bad sectors).  raidimg must rebuild what parity covers, byte
+# for byte, and otherwise stop at the exact first array offset it cannot
+# read, after writing everything before it.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mount_lib.sh"
+EIOFS=$HELPERS/eiofs
+[ -x "$EIOFS" ] || { fail "$EIOFS is missing (make check builds it)"; finish; }
+require_fuse
+
+R5=r5-ls-4x8M-64K-md12
+d5=$(fixture_dir $R5)
+sha5=$(mf $R5 .expected_sha256)
+CB=65536 DOFF=1048576
+moff() { echo $((DOFF + $1 * CB + $2)); }        # moff STRIPE COLUMN
+"$RAIDIMG" cat "$d5"/member*.img >"$TMP/good5"
+
+# bad_disk NAME MEMBER RANGES: serve MEMBER through eiofs; sets $disk to
+# its path there.  (Not run in $(...): the mount must be remembered by this
+# shell for the cleanup, and $(...) would wait for eiofs's stdout.)
+bad_disk() {
+	local mnt=$TMP/mnt-$1
+	mkdir -p "$mnt"
+	mounts_made+=("$mnt")
+	"$EIOFS" "$2" "$mnt" "$3" >/dev/null 2>"$TMP/$1.eiofs.err" &
+	if ! wait_until 10 is_mounted "$mnt"; then
+		fail "eiofs did not mount: $(cat "$TMP/$1.eiofs.err")"
+		finish
+	fi
+	disk=$mnt/$(basename "$2")
+}
+
+# member 1 with bad sectors in rows 11 (data 0 there) and 38 (P), unaligned
+bad_disk m1 "$d5/member1.img" "$(moff 11 5000)+3000,$(moff 38 0)+512"
+b1=$disk
+check "eiofs really fails reads (dd gets EIO)" \
+	$T bash -c "! dd if='$b1' bs=512 skip=$(($(moff 11 0) / 512)) count=32 of=/dev/null 2>/dev/null"
+check "eiofs serves the good parts" cmp -s -n 1048576 "$b1" "$d5/member1.img"
+
+$T "$RAIDIMG" cat --stats --threads 1 "$d5/member0.img" "$b1" "$d5/member2.img" "$d5/member3.img" \
+	>"$TMP/one.out" 2>"$TMP/one.err"; rc=$?
+check "one member with bad sectors: exit 0" test $rc = 0
+check "one member with bad sectors: the array's bytes are right" test "$(sha "$TMP/one.out")" = "$sha5"
+check "one member with bad sectors: the recovered read errors are counted" \
+	test "$(grep '^{' "$TMP/one.err" | jq .read_errors_recovered)" -ge 1
+check "one member with bad sectors: cat says so" grep -q "member read errors were recovered" "$TMP/one.err"
+
+# member 2 bad in the same sectors of row 11: data 1 of stripe 11 (member 2)
+# and data 0 (member 1) both lost at columns 5000..8000.  raidimg narrows a
+# failing read to 4K blocks (md's stripe unit), so the first array offset it
+# cannot serve is the start of that block in data 0: (11*3 + 0)*64K + 4096
+bad_disk m2 "$d5/member2.img" "$(moff 11 5000)+3000"
+b2=$disk
+$T "$RAIDIMG" cat "$d5/member0.img" "$b1" "$b2" "$d5/member3.img" >"$TMP/two.out" 2>"$TMP/two.err"; rc=$?
+check "two members bad in one stripe: exit 2" test $rc = 2
+at=$((11 * 3 * CB + 4096))
+check "two members bad in one stripe: the offset named is the first bad 4K block of data 0 ($at)" \
+	grep -q "array offset $at: cannot be read" "$TMP/two.err"
+check "... and exactly the bytes before it are written, right" \
+	bash -c "[ \$(stat -c %s '$TMP/two.out') = $at ] && cmp -s -n $at '$TMP/two.out' '$TMP/good5'"
+
+# examine reads through eiofs too
+$T "$RAIDIMG" examine "$d5/member0.img" "$b1" "$d5/member2.img" "$d5/member3.img" >"$TMP/ex.out" 2>&1
+check "examine works on a member with bad sectors outside its superblock" grep -q complete "$TMP/ex.out"
+finish

@@ -1,0 +1,224 @@
+#!/bin/bash
+# raidimg mount's life and edges: daemon and foreground; fusermount3 -u,
+# SIGTERM to the daemon and SIGINT to a -f mount all unmount cleanly and end
+# the process; a regular file as the mountpoint; --name and the default
+# names; the image refuses writes; --allow-other; clear refusals (exit 2) for
+# a missing mountpoint, a bad one, bad members, a missing /dev/fuse and a
+# fusermount3 refusal; an ordinary user mounts through fusermount3; a range
+# redundancy cannot cover reads as EIO, never as other bytes.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mount_lib.sh"
+require_fuse
+
+# expect_fail DESCRIPTION PATTERN COMMAND...: exit status 2, stderr matching PATTERN
+expect_fail() {
+	local d=$1 pat=$2 rc; shift 2
+	$T "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
+	if [ $rc -ne 2 ]; then fail "$d: exit status $rc, want 2 ($(head -c 300 "$TMP/err"))"; return; fi
+	if ! grep -Eq -- "$pat" "$TMP/err"; then fail "$d: message '$(cat "$TMP/err")' lacks /$pat/"; return; fi
+	pass "$d: $(head -n1 "$TMP/err")"
+}
+
+c=r5-ls-4x8M-64K-md12
+mapfile -t imgs < <(members_shuffled "$c")
+want=$(mf "$c" .expected_sha256)
+size=$(mf "$c" .array_bytes)
+
+# ---- help ----
+"$RAIDIMG" mount --help >"$TMP/help"; rc=$?
+check "--help exits 0" test $rc -eq 0
+for w in MOUNTPOINT --foreground --name --allow-other --threads status fusermount3 EIO; do
+	check "--help mentions $w" grep -q -- "$w" "$TMP/help"
+done
+
+# ---- refusals ----
+expect_fail "missing mountpoint" "nowhere.*does not exist" "$RAIDIMG" mount "${imgs[@]}" "$TMP/nowhere"
+expect_fail "a character device as mountpoint" "/dev/null.*directory or a regular file" \
+	"$RAIDIMG" mount "${imgs[@]}" /dev/null
+expect_fail "only a mountpoint" "member images" "$RAIDIMG" mount "$(mountpoint_dir x)"
+expect_fail "a member that does not exist" "nope.img" "$RAIDIMG" mount "${imgs[@]:1}" "$TMP/nope.img" \
+	"$(mountpoint_dir bad)"
+check "nothing mounted after a refused member" not_mounted "$TMP/mnt-bad"
+expect_fail "--threads 1" "--threads" "$RAIDIMG" mount --threads 1 "${imgs[@]}" "$(mountpoint_dir t)"
+expect_fail "--name with a slash" "a/b.*file name" "$RAIDIMG" mount --name a/b "${imgs[@]}" "$(mountpoint_dir n)"
+expect_fail "--name status" "status" "$RAIDIMG" mount --name status "${imgs[@]}" "$(mountpoint_dir n)"
+check "nothing mounted after refusals" not_mounted "$TMP/mnt-n"
+expect_fail "a member image as the mountpoint" "mountpoint is one of the member images" \
+	"$RAIDIMG" mount "${imgs[@]}" "${imgs[0]}"
+
+# ---- daemon, SIGTERM ----
+mnt=$(mountpoint_dir term)
+out=$($T "$RAIDIMG" mount "${imgs[@]}" "$mnt" 2>"$TMP/err"); rc=$?
+check "daemon mount returns 0 once ready ($(cat "$TMP/err"))" test $rc -eq 0
+check "daemon mount: mounted when the command returns" is_mounted "$mnt"
+check "default name from the md name oracle:oracle" test "$out" = "$mnt/oracle_oracle.img"
+check "the directory lists the image and status" test "$(ls "$mnt" | tr '\n' ' ')" = "oracle_oracle.img status "
+check "sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
+pid=$(status_field "$mnt" .mount.pid)
+check "the daemon is not the command's process (detached)" test "$pid" != "$$"
+check "the daemon runs in its own session" test "$(ps -o sid= -p "$pid" | tr -d ' ')" = "$pid"
+check "the daemon's working directory is /" test "$(readlink "/proc/$pid/cwd")" = /
+check "status: not degraded" test "$(status_field "$mnt" .array.degraded)" = false
+check "status: member paths are absolute" test "$(status_field "$mnt" '[.members[].path | startswith("/")] | all')" = true
+kill -TERM "$pid"
+check "SIGTERM: the mount goes away" wait_until 10 not_mounted "$mnt"
+check "SIGTERM: the daemon ends" wait_until 10 pid_gone "$pid"
+
+# ---- foreground, SIGINT ----
+mnt=$(mountpoint_dir int)
+$T "$RAIDIMG" mount -f "${imgs[@]}" "$mnt" >"$TMP/fg.out" 2>"$TMP/fg.err" &
+fpid=$!
+if wait_until 20 is_mounted "$mnt" && wait_until 10 test -s "$TMP/fg.out"; then
+	pass "-f: mounted"
+	check "-f: prints the image path when ready" test "$(cat "$TMP/fg.out")" = "$mnt/oracle_oracle.img"
+	check "-f: serves from this very process" test "$(status_field "$mnt" .mount.pid)" = "$(pgrep -P "$fpid" || echo "$fpid")"
+	check "-f: sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
+	rpid=$(status_field "$mnt" .mount.pid)
+	kill -INT "$rpid"
+	wait "$fpid"; rc=$?
+	check "-f: SIGINT ends the process with status 0 ($(cat "$TMP/fg.err"))" test $rc -eq 0
+	check "-f: SIGINT leaves no mount" not_mounted "$mnt"
+	check "-f: the process is gone" pid_gone "$rpid"
+else
+	fail "-f: not mounted: $(cat "$TMP/fg.err")"
+	kill "$fpid" 2>/dev/null
+fi
+
+# ---- foreground, fusermount3 -u ----
+mnt=$(mountpoint_dir fgu)
+$T "$RAIDIMG" mount --foreground --threads 2 "${imgs[@]}" "$mnt" >/dev/null 2>"$TMP/fg.err" &
+fpid=$!
+if wait_until 20 is_mounted "$mnt"; then
+	check "-f --threads 2: sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
+	check "-f --threads 2: status says so" test "$(status_field "$mnt" .mount.max_threads)" = 2
+	fusermount3 -u "$mnt"
+	wait "$fpid"; rc=$?
+	check "-f: fusermount3 -u ends the process with status 0 ($(cat "$TMP/fg.err"))" test $rc -eq 0
+	check "-f: no mount left" not_mounted "$mnt"
+else
+	fail "-f: not mounted: $(cat "$TMP/fg.err")"
+	kill "$fpid" 2>/dev/null
+fi
+
+# ---- a regular file as the mountpoint: it shows the image ----
+mp=$TMP/image-here.img
+echo "the file under the mount" >"$mp"
+mounts_made+=("$mp")
+out=$($T "$RAIDIMG" mount "${imgs[@]}" "$mp" 2>"$TMP/err"); rc=$?
+check "file mountpoint: mounted ($(cat "$TMP/err"))" test $rc -eq 0
+check "file mountpoint: prints the file's path" test "$out" = "$mp"
+check "file mountpoint: a regular file" test -f "$mp"
+check "file mountpoint: size is the array's" test "$(stat -c %s "$mp")" -eq "$size"
+check "file mountpoint: sha256" test "$($T sha256sum "$mp" | cut -d' ' -f1)" = "$want"
+r=$($T "$READCHECK" --direct --random 100 --procs 4 "$mp" "$mp"); rc=$?
+check "file mountpoint: concurrent O_DIRECT readers agree with the page cache ($r)" test $rc -eq 0
+$T fusermount3 -u "$mp"
+check "file mountpoint: unmounted" wait_until 10 not_mounted "$mp"
+check "file mountpoint: the file is back as it was" test "$(cat "$mp")" = "the file under the mount"
+
+# ---- --name, --allow-other, the default name without an md name ----
+mnt=$(mountpoint_dir name)
+out=$($T "$RAIDIMG" mount --name evidence.dd --allow-other "${imgs[@]}" "$mnt" 2>"$TMP/err")
+check "--name: the image is named so" test "$out" = "$mnt/evidence.dd" -a -f "$mnt/evidence.dd"
+check "--allow-other: the mount has allow_other" \
+	grep -q "^[^ ]* $mnt fuse.raidimg .*allow_other" /proc/mounts
+check "--allow-other: status says so" test "$(status_field "$mnt" .mount.allow_other)" = true
+
+# the image is read-only; so are the directory and status
+check "writing into the image fails" not $T dd if=/dev/zero of="$mnt/evidence.dd" bs=4096 count=1 conv=notrunc status=none 2>/dev/null
+check "truncating the image fails" not $T truncate -s 0 "$mnt/evidence.dd" 2>/dev/null
+check "creating a file fails" not $T touch "$mnt/new" 2>/dev/null
+check "writing status fails" not $T sh -c "echo x > '$mnt/status'" 2>/dev/null
+check "the image is still intact" test "$($T sha256sum "$mnt/evidence.dd" | cut -d' ' -f1)" = "$want"
+$T fusermount3 -u "$mnt"
+
+c0=r5-la-4x6M-32K-md090
+mapfile -t imgs0 < <(members_shuffled "$c0")
+mnt=$(mountpoint_dir md090)
+out=$($T "$RAIDIMG" mount "${imgs0[@]}" "$mnt" 2>"$TMP/err")
+check "md 0.90 has no name: array.img" test "$out" = "$mnt/array.img"
+check "md 0.90: sha256" test "$($T sha256sum "$mnt/array.img" | cut -d' ' -f1)" = "$(mf "$c0" .expected_sha256)"
+$T fusermount3 -u "$mnt"
+
+# manual geometry (relative member paths, made absolute for the daemon)
+(
+	cd "$(dirname "${imgs0[0]}")" || exit 1
+	mnt=$(mountpoint_dir manual)
+	$T "$RAIDIMG" mount --level 5 --layout la --chunk 32K --member-size "$(mf "$c0" .component_size_kib)K" member0.img member1.img member2.img member3.img \
+		"$mnt" >/dev/null 2>"$TMP/err"
+) ; rc=$?
+mnt=$TMP/mnt-manual
+mounts_made+=("$mnt")
+check "manual geometry, relative paths: mounted ($(cat "$TMP/err"))" test $rc -eq 0
+check "manual geometry: sha256" test "$($T sha256sum "$mnt/array.img" | cut -d' ' -f1)" = "$(mf "$c0" .expected_sha256)"
+check "manual geometry: status member paths absolute" \
+	test "$(status_field "$mnt" '[.members[].path | startswith("/")] | all')" = true
+$T fusermount3 -u "$mnt"
+
+# ---- no /dev/fuse (a private mount namespace with an empty /dev) ----
+if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
+	mnt=$(mountpoint_dir nofuse)
+	expect_fail "no /dev/fuse" "/dev/fuse.*(No such file|not available)" \
+		unshare -m --propagation private sh -c 'mount -t tmpfs none /dev && exec "$@"' sh \
+		"$RAIDIMG" mount "${imgs[@]}" "$mnt"
+else
+	echo "note: not checking a missing /dev/fuse (needs root and unshare -m)"
+fi
+
+# ---- an ordinary user, through fusermount3 ----
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && getent passwd nobody >/dev/null; then
+	NOBODY=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups --)
+	U=$TMP/user
+	mkdir -p "$U/mnt" && cp "${imgs[@]}" "$U/" && chmod 755 "$TMP" "$U" && chmod 644 "$U"/*.img
+	chown nobody "$U/mnt"
+	mounts_made+=("$U/mnt")
+	out=$($T "${NOBODY[@]}" "$RAIDIMG" mount "$U"/member*.img "$U/mnt" 2>"$TMP/err"); rc=$?
+	check "ordinary user: mounted through fusermount3 ($(cat "$TMP/err"))" test $rc -eq 0
+	check "ordinary user: sha256" test "$($T "${NOBODY[@]}" sha256sum "$U/mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
+	check "ordinary user: the mount is theirs" \
+		grep -q "^[^ ]* $U/mnt fuse.raidimg .*user_id=$(id -u nobody)" /proc/mounts
+	pid=$($T "${NOBODY[@]}" jq .mount.pid "$U/mnt/status")
+	check "ordinary user: status names the daemon ($pid)" kill -0 "$pid"
+	$T "${NOBODY[@]}" fusermount3 -u "$U/mnt"
+	check "ordinary user: fusermount3 -u unmounts" wait_until 10 not_mounted "$U/mnt"
+	check "ordinary user: the daemon ends" wait_until 10 pid_gone "$pid"
+	mkdir -p "$U/rootonly" && chmod 755 "$U/rootonly"
+	mounts_made+=("$U/rootonly")
+	expect_fail "fusermount3 refuses (no write access to the mountpoint)" "fusermount3.*rootonly|rootonly.*(cannot mount|fusermount3)" \
+		"${NOBODY[@]}" "$RAIDIMG" mount "$U"/member*.img "$U/rootonly"
+	check "fusermount3 refusal: nothing mounted" not_mounted "$U/rootonly"
+else
+	echo "note: not checking an ordinary user (needs root to switch to nobody, or run the suite as a user)"
+fi
+
+# ---- EIO where redundancy cannot cover: never other bytes ----
+W=$TMP/eio
+mkdir -p "$W"
+head -c $((6 * 1024 * 1024)) /dev/urandom >"$W/data"
+"$RAIDIMG" create --level 5 --devices 4 --chunk 64K --from "$W/data" -o "$W/arr" >/dev/null 2>&1
+"$RAIDIMG" examine --json "$W"/arr/member*.img >"$W/ex.json" 2>/dev/null
+asize=$(jq .array.array_bytes "$W/ex.json")
+# member 3 gone, member 1 cut after 3/4 of its data: the last quarter of the
+# array has stripes with two chunks lost, more than RAID5 can rebuild
+cut=$(jq '.array.members[1].data_offset_bytes + (.array.member_bytes / 4 * 3 / 65536 | floor) * 65536' "$W/ex.json")
+rm "$W/arr/member3.img"
+truncate -s "$cut" "$W/arr/member1.img"
+head -c "$asize" "$W/data" >"$W/ref"
+truncate -s "$asize" "$W/ref"     # the array is the data then zeros
+mnt=$(mountpoint_dir eio)
+$T "$RAIDIMG" mount "$W"/arr/member*.img "$mnt" >/dev/null 2>"$TMP/err"; rc=$?
+check "degraded + truncated member: mounts ($(head -c 200 "$TMP/err"))" test $rc -eq 0
+r=$($T "$READCHECK" --direct --scan 1048576 "$mnt/raidimg.img" "$W/ref"); rc=$?
+check "O_DIRECT scan: bytes before the hole are right, then EIO ($r)" \
+	sh -c "[ $rc -eq 3 ] && echo '$r' | grep -q 'Input/output error'"
+r=$($T "$READCHECK" --scan 65536 "$mnt/raidimg.img" "$W/ref"); rc=$?
+check "page-cache scan: bytes before the hole are right, then EIO ($r)" \
+	sh -c "[ $rc -eq 3 ] && echo '$r' | grep -q 'Input/output error'"
+bad=$(echo "$r" | sed -n 's/^error at \([0-9]*\):.*/\1/p')
+check "the hole starts in the last quarter ($bad of $asize)" test "${bad:-0}" -ge $((asize / 2))
+r=$($T "$READCHECK" --direct "$mnt/raidimg.img" "$W/ref" "${bad:-0}" 4096); rc=$?
+check "a 4 KiB read inside the hole is EIO ($r)" test $rc -eq 3
+check "cat stops at the same place" sh -c "'$RAIDIMG' cat '$W'/arr/member*.img 2>&1 >/dev/null | grep -q 'offset $bad'"
+check "status counts the read errors" test "$(status_field "$mnt" '.mount.read_errors > 0 and .io.read_errors_fatal > 0')" = true
+$T fusermount3 -u "$mnt"
+finish
