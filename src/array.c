@@ -581,11 +581,36 @@ struct member_io {
 };
 
 /* Parity chunks that sit between data chunks of one member are read into
- * this sink when chunks are small, so that the member sees one large
- * request instead of many small ones (the kernel writes it, nobody reads). */
+ * a sink when chunks are small, so that the member sees one large request
+ * instead of many small ones (nobody reads the sink).  One per thread:
+ * sources that copy (zstd) must not write one buffer from several threads. */
 #define SINK_BYTES (1u << 20)
 #define SINK_MAX_CHUNK (256u << 10)
-static uint8_t parity_sink[SINK_BYTES] __attribute__((aligned(64)));
+static pthread_key_t sink_key;
+static pthread_once_t sink_once = PTHREAD_ONCE_INIT;
+
+static void sink_key_init(void)
+{
+	pthread_key_create(&sink_key, free);
+}
+
+/* This thread's sink (SINK_BYTES, owned by the thread), or NULL if it
+ * cannot be had: then parity chunks are simply not bridged. */
+static uint8_t *sink_get(void)
+{
+	uint8_t *p;
+
+	pthread_once(&sink_once, sink_key_init);
+	p = pthread_getspecific(sink_key);
+	if (!p) {
+		p = xaligned_alloc(SINK_BYTES);
+		if (p && pthread_setspecific(sink_key, p)) {
+			free(p);
+			p = NULL;
+		}
+	}
+	return p;
+}
 
 static int member_io_flush(struct array *a, int disk, struct member_io *io)
 {
@@ -614,6 +639,7 @@ static int read_direct(struct array *a, uint8_t *buf, uint64_t off, uint64_t end
 	uint64_t cb = a->geom.chunk_bytes;
 	struct member_io *io;
 	struct stripe_map map;
+	uint8_t *sink = cb <= SINK_MAX_CHUNK ? sink_get() : NULL;
 	int ret = 0;
 
 	io = calloc((size_t)n, sizeof(*io));
@@ -632,10 +658,10 @@ static int read_direct(struct array *a, uint8_t *buf, uint64_t off, uint64_t end
 			uint64_t moff = a->members[disk].data_offset + s * cb + clo;
 			uint64_t aoff = (s * (uint64_t)a->k + (uint64_t)d) * cb + clo;
 
-			if (mi->niov && mi->off + mi->len < moff && cb <= SINK_MAX_CHUNK &&
+			if (sink && mi->niov && mi->off + mi->len < moff &&
 			    moff - (mi->off + mi->len) <= 2 * cb && mi->niov + 1 < (int)ARRAY_LEN(mi->iov)) {
 				/* bridge the P/Q chunk(s) in between */
-				mi->iov[mi->niov].iov_base = parity_sink;
+				mi->iov[mi->niov].iov_base = sink;
 				mi->iov[mi->niov].iov_len = moff - (mi->off + mi->len);
 				mi->len += mi->iov[mi->niov].iov_len;
 				mi->niov++;
