@@ -299,6 +299,28 @@ static int open_output(const struct compress_opts *o, char **partial)
 	return fd;
 }
 
+/* The record's input: its absolute path, the sha256 of the file as stored
+ * and of its (decompressed) contents.  0 or -1 (message printed). */
+static int record_input(struct custody_record *rec, const char *path, const struct input *in,
+			const char *contents_hex)
+{
+	char *abs = abs_path(path), file_hex[SHA256_HEX], err[512];
+
+	record_add_string(rec, "input", abs ? abs : path);
+	free(abs);
+	record_add_string(rec, "input_contents_sha256", contents_hex);
+	if (!in->stream && !strcmp(in->src->ops->kind, "raw")) {
+		record_add_string(rec, "input_sha256", contents_hex);
+		return 0;
+	}
+	if (custody_hash_file(path, file_hex, NULL, err, sizeof(err))) {
+		msg("%s", err);
+		return -1;
+	}
+	record_add_string(rec, "input_sha256", file_hex);
+	return 0;
+}
+
 static int run(const struct compress_opts *o, struct custody_record *rec)
 {
 	struct zseek_writer *w = NULL;
@@ -356,11 +378,10 @@ static int run(const struct compress_opts *o, struct custody_record *rec)
 		}
 		printf("sha256 %s  %s (decompressed contents)\nsha256 %s  %s\n", in_hex, o->in, out_hex, o->out);
 	}
-	if (rec) {
-		record_add_string(rec, "input", o->in);
-		record_add_string(rec, "input_contents_sha256", in_hex);
+	if (rec && record_input(rec, o->in, &in, in_hex))
+		goto out;
+	if (rec)
 		record_add_output(rec, o->out, "zstd-seekable", out_hex);
-	}
 	ret = EXIT_OK;
 out:
 	if (fd >= 0) {

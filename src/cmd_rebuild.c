@@ -41,7 +41,7 @@ static void usage(FILE *f)
 		   "                         never one of the members)\n"
 		   "  --overwrite            replace FILE if it exists\n"
 		   "  --json                 print the summary as a JSON object\n"
-		   "  --request-size SIZE    bytes read from each member per request (default 2M)\n"
+		   "  --request-size SIZE    bytes read from each member per request (default 1M)\n"
 		   "  --threads N            reader threads (default: members, at most 4)\n"
 		   "  --speed-limit-max RATE ceiling, KiB/s per member or e.g. 50M (default unlimited)\n"
 		   "  --progress, --no-progress  progress bar on stderr (default: if it is a terminal)\n"

@@ -209,9 +209,11 @@ static void print_mismatch_text(const struct scrub_mismatch *m)
 	printf("mismatch: stripe %" PRIu64 ": %s", m->stripe, kind_text(m->kind));
 	if (m->role >= 0)
 		printf(" on role %d (%s) at image offset %" PRIu64, m->role, m->path ? m->path : "?", m->image_off);
+	else if (m->q_role >= 0)
+		printf(" at member data offset %" PRIu64 " (P on role %d, Q on role %d)", m->member_off, m->p_role,
+		       m->q_role);
 	else
-		printf(", member data offset %" PRIu64 " (P on role %d%s)", m->member_off, m->p_role,
-		       m->q_role >= 0 ? ", Q on another" : "");
+		printf(" at member data offset %" PRIu64 " (P on role %d)", m->member_off, m->p_role);
 	printf(", %" PRIu32 " byte%s (chunk offset %" PRIu32, m->len, m->len == 1 ? "" : "s", m->chunk_off);
 	if (m->array_off != UINT64_MAX)
 		printf(", array offset %" PRIu64, m->array_off);
@@ -327,7 +329,7 @@ static void usage(FILE *f)
 		   "                         (every --checkpoint-interval and when interrupted);\n"
 		   "                         removed when the scrub finishes\n"
 		   "  --checkpoint-interval SECONDS  (default 10)\n"
-		   "  --request-size SIZE    bytes read from each member per request (default 2M)\n"
+		   "  --request-size SIZE    bytes read from each member per request (default 1M)\n"
 		   "  --threads N            reader threads (default: members, at most 4)\n"
 		   "  --speed-limit-min RATE floor kept even while yielding (default 1000 = KiB/s)\n"
 		   "  --speed-limit-max RATE ceiling (default: unlimited)\n"

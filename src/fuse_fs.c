@@ -223,6 +223,8 @@ int fuse_fs_add_file(struct fuse_fs *fs, const char *name, mode_t perm,
 {
 	struct fs_file *f;
 
+	if (fs->se)
+		return -EBUSY;           /* the table is fixed once mounted */
 	if (fs->file_mount || check_name(name) || !ops || !ops->open || !ops->read)
 		return -EINVAL;
 	if (fs->image_name && !strcmp(name, fs->image_name))

@@ -82,7 +82,8 @@ bool fuse_fs_is_file_mount(const struct fuse_fs *fs);
 
 /* Add a file next to the image (directory mounts only) before mounting.
  * name is copied; perm e.g. 0444, or 0644 with a write handler.
- * Returns 0, -EEXIST, -EINVAL (bad name, or a file mount), -ENOMEM. */
+ * Returns 0, -EEXIST, -EINVAL (bad name, or a file mount), -ENOSPC (more
+ * than 16 files), -EBUSY (already mounted), -ENOMEM. */
 int fuse_fs_add_file(struct fuse_fs *fs, const char *name, mode_t perm,
 		     const struct fuse_fs_file_ops *ops, void *priv);
 

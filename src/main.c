@@ -32,7 +32,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < ARRAY_LEN(commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nraidimg COMMAND --help shows a command's options.  raidimg --version.\n"
-		   "Member images are opened read-only by every command except create.\n");
+		   "Member images are opened read-only by every command except create and scrub --repair.\n");
 }
 
 int main(int argc, char **argv)

@@ -70,6 +70,7 @@ struct scrub {
 	int n, k;
 	uint64_t cb;              /* chunk bytes */
 	uint64_t rows;            /* rows per batch */
+	uint64_t rows_max;        /* the last batch may take a short tail too */
 	uint32_t cols;            /* bytes of each chunk per batch */
 	struct batch batch[NBATCH];
 	uint8_t *mem;             /* batch buffers; owned */
@@ -362,7 +363,7 @@ static void batch_submit(struct scrub *s, struct batch *b, uint64_t s0, uint64_t
 	b->cols = cols;
 	b->seq = s->seq++;
 	b->pending = 0;
-	memset(b->row_ok, 0, (size_t)s->n * (size_t)s->rows);
+	memset(b->row_ok, 0, (size_t)s->n * (size_t)s->rows_max);
 	for (int m = 0; m < s->n; m++) {
 		b->want[m] = member_rows(s, m, s0, rows) > 0;
 		if (b->want[m]) {
@@ -375,6 +376,14 @@ static void batch_submit(struct scrub *s, struct batch *b, uint64_t s0, uint64_t
 	b->queued = true;
 	atomic_fetch_add(&s->issued_bytes, rows * cols);
 	pthread_cond_broadcast(&s->work_cv);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The coordinator is done with b: readers no longer look at it. */
+static void batch_release(struct scrub *s, struct batch *b)
+{
+	pthread_mutex_lock(&s->lock);
+	b->queued = false;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -1090,7 +1099,7 @@ static int check_mode(struct array *a, const struct scrub_opts *o, char *err, si
 static void plan_batches(struct scrub *s)
 {
 	uint64_t req = s->o.request_bytes ? s->o.request_bytes : SCRUB_DEFAULT_REQUEST;
-	uint64_t cap = MEM_MAX / (NBATCH * (uint64_t)s->n);
+	uint64_t cap = MEM_MAX / 2 / (NBATCH * (uint64_t)s->n);     /* rows_max <= 2 rows */
 
 	if (req > cap)
 		req = cap;
@@ -1099,11 +1108,14 @@ static void plan_batches(struct scrub *s)
 	if (s->cb <= req) {
 		s->rows = req / s->cb;
 		s->cols = (uint32_t)s->cb;
+		/* a tail shorter than half a batch joins the last batch, so that
+		 * no member request is small (cursor_next) */
+		s->rows_max = s->rows + (s->rows + 1) / 2;
 	} else {
 		uint64_t c = SCRUB_UNIT;
 		while (c * 2 <= req)
 			c *= 2;
-		s->rows = 1;
+		s->rows = s->rows_max = 1;
 		s->cols = (uint32_t)c;
 	}
 }
@@ -1126,7 +1138,7 @@ static uint8_t *batch_alloc(size_t len)
 
 static int alloc_buffers(struct scrub *s)
 {
-	size_t slot = (size_t)(s->rows * s->cols);
+	size_t slot = (size_t)(s->rows_max * s->cols);
 
 	s->mem = batch_alloc(slot * (size_t)s->n * NBATCH);
 	/* P', Q', two lost blocks, then 2 blocks of recovery/locate scratch */
@@ -1140,7 +1152,7 @@ static int alloc_buffers(struct scrub *s)
 		struct batch *b = &s->batch[i];
 		b->buf = calloc((size_t)s->n, sizeof(*b->buf));
 		b->want = calloc((size_t)s->n, sizeof(*b->want));
-		b->row_ok = calloc((size_t)s->n, (size_t)s->rows);
+		b->row_ok = calloc((size_t)s->n, (size_t)s->rows_max);
 		if (!b->buf || !b->want || !b->row_ok)
 			return -ENOMEM;
 		for (int m = 0; m < s->n; m++)
@@ -1225,7 +1237,11 @@ static bool cursor_next(struct scrub *s, struct cursor *cur, uint64_t *s0, uint6
 	*s0 = cur->s;
 	*c0 = cur->c;
 	if (s->rows > 1 || s->cols == s->cb) {
-		*rows = end - cur->s < s->rows ? end - cur->s : s->rows;
+		uint64_t left = end - cur->s;
+
+		*rows = left < s->rows ? left : s->rows;
+		if (left - *rows && left <= s->rows_max)
+			*rows = left;       /* absorb a short tail */
 		cur->s += *rows;
 		return true;
 	}
@@ -1275,7 +1291,7 @@ static int batch_finish(struct scrub *s, struct batch *b)
 	int ret = batch_process(s, b);
 	uint64_t end;
 
-	b->queued = false;
+	batch_release(s, b);
 	if (ret)
 		return ret;
 	atomic_fetch_add(&s->done_bytes, b->rows * b->cols);
@@ -1310,7 +1326,7 @@ static int run_loop(struct scrub *s)
 		if (!ret)
 			ret = batch_finish(s, b);
 		else
-			b->queued = false;
+			batch_release(s, b);
 		if (!ret && !atomic_load(&s->stop_req)) {
 			wait_while_paused(s);
 			throttle(s, false);

@@ -50,7 +50,7 @@ enum scrub_kind {
 };
 
 /* Defaults (see scrub_opts). */
-#define SCRUB_DEFAULT_REQUEST (2u << 20)
+#define SCRUB_DEFAULT_REQUEST (1u << 20)
 #define SCRUB_DEFAULT_SPEED_MIN (1000u * 1024)     /* md: 1000 KiB/s */
 #define SCRUB_DEFAULT_FG_IDLE_NS (5u * 1000 * 1000)
 #define SCRUB_UNIT 4096u                            /* md's STRIPE_SIZE */

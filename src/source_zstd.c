@@ -43,8 +43,8 @@
 
 #define CACHE_BUDGET   (64u << 20)  /* decompressed bytes kept per image ... */
 #define CACHE_ENV      "RAIDIMG_ZSTD_CACHE"   /* ... or this many (tests, benchmarks) */
-#define MAX_SHARDS     8
-#define MAX_ENTRIES    256
+#define MAX_SHARDS     64
+#define SHARD_ENTRIES  32           /* at most, per shard: lookups scan a shard */
 #define MAX_WARNINGS   10
 
 enum entry_state { ENTRY_EMPTY, ENTRY_LOADING, ENTRY_READY, ENTRY_FAILED };
@@ -475,9 +475,10 @@ static int cache_init(struct zstd_priv *p)
 
 	if (entries < 2)
 		entries = 2;
-	if (entries > MAX_ENTRIES)
-		entries = MAX_ENTRIES;      /* lookups scan a shard */
-	p->nshards = entries / 2 >= MAX_SHARDS ? MAX_SHARDS : (int)(entries / 2);
+	if (entries > MAX_SHARDS * SHARD_ENTRIES)
+		entries = MAX_SHARDS * SHARD_ENTRIES;
+	/* 4 entries a shard when there are enough, up to MAX_SHARDS shards */
+	p->nshards = entries / 4 >= MAX_SHARDS ? MAX_SHARDS : entries >= 4 ? (int)(entries / 4) : 1;
 	per = (int)(entries / (uint64_t)p->nshards);
 	p->shards = calloc((size_t)p->nshards, sizeof(*p->shards));
 	if (!p->shards)

@@ -57,7 +57,9 @@ writes_to_members() {
 ro() {
 	local name=$1 rc w; shift
 	if [ -n "$STRACE" ]; then
-		$T strace -f -qq -e trace=%file -o "$TMP/$name.strace" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+		# (LeakSanitizer cannot work under ptrace: off for traced runs)
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+			$T strace -f -qq -e trace=%file -o "$TMP/$name.strace" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
 	else
 		$T "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
 	fi
@@ -77,7 +79,8 @@ ro() {
 # ---- the strace check itself sees writes (positive control) ----
 if [ -n "$STRACE" ]; then
 	mkdir -p "$TMP/ctl"
-	strace -f -qq -e trace=%file -o "$TMP/ctl.strace" "$RAIDIMG" create --level 5 --devices 3 --chunk 64K \
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+		strace -f -qq -e trace=%file -o "$TMP/ctl.strace" "$RAIDIMG" create --level 5 --devices 3 --chunk 64K \
 		--size 2M -o "$TMP/ctl" >/dev/null 2>&1
 	check "positive control: create's writes to its members are seen by the strace check" \
 		test -n "$(W=$TMP/ctl writes_to_members "$TMP/ctl.strace")"
@@ -139,7 +142,8 @@ else
 	mkdir -p "$mnt"
 	mounts_made+=("$mnt")
 	if [ -n "$STRACE" ]; then
-		$T strace -f -qq -e trace=%file -o "$TMP/mount.strace" \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+			$T strace -f -qq -e trace=%file -o "$TMP/mount.strace" \
 			"$RAIDIMG" mount -f "${m[@]}" "$mnt" >/dev/null 2>"$TMP/mount.err" &
 	else
 		$T "$RAIDIMG" mount -f "${m[@]}" "$mnt" >/dev/null 2>"$TMP/mount.err" &

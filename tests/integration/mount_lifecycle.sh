@@ -4,8 +4,9 @@
 # the process; a regular file as the mountpoint; --name and the default
 # names; the image refuses writes; --allow-other; clear refusals (exit 2) for
 # a missing mountpoint, a bad one, bad members, a missing /dev/fuse and a
-# fusermount3 refusal; an ordinary user mounts through fusermount3; a range
-# redundancy cannot cover reads as EIO, never as other bytes.
+# fusermount3 refusal; an ordinary user mounts through fusermount3; zstd
+# seekable members; a range redundancy cannot cover reads as EIO, never as
+# other bytes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mount_lib.sh"
 require_fuse
@@ -153,6 +154,21 @@ check "manual geometry, relative paths: mounted ($(cat "$TMP/err"))" test $rc -e
 check "manual geometry: sha256" test "$($T sha256sum "$mnt/array.img" | cut -d' ' -f1)" = "$(mf "$c0" .expected_sha256)"
 check "manual geometry: status member paths absolute" \
 	test "$(status_field "$mnt" '[.members[].path | startswith("/")] | all')" = true
+$T fusermount3 -u "$mnt"
+
+# zstd seekable members (opened before the daemon forks; read by many threads)
+Z=$TMP/zst
+mkdir -p "$Z"
+for img in "${imgs[@]}"; do
+	"$RAIDIMG" compress --frame-size 192K -o "$Z/$(basename "$img").zst" "$img" 2>/dev/null
+done
+mnt=$(mountpoint_dir zst)
+$T "$RAIDIMG" mount "$Z"/*.zst "$mnt" >/dev/null 2>"$TMP/err"; rc=$?
+check "zstd members: mounted ($(cat "$TMP/err"))" test $rc -eq 0
+check "zstd members: sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
+"$RAIDIMG" cat -o "$TMP/ref" "${imgs[@]}" 2>/dev/null
+r=$($T "$READCHECK" --direct --random 100 --procs 4 --max-len 1100000 "$mnt/oracle_oracle.img" "$TMP/ref"); rc=$?
+check "zstd members: 4 concurrent O_DIRECT readers ($r)" test $rc -eq 0
 $T fusermount3 -u "$mnt"
 
 # ---- no /dev/fuse (a private mount namespace with an empty /dev) ----

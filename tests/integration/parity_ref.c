@@ -164,5 +164,11 @@ int main(int argc, char **argv)
 	if (!rc)
 		printf("%llu stripes: data in place, P%s consistent\n", (unsigned long long)stripes,
 		       g.level == 6 ? " and Q" : "");
+	for (int i = 0; i < g.n; i++) {   /* (for LeakSanitizer) */
+		fclose(mem[i]);
+		free(blk[i]);
+	}
+	fclose(file);
+	free(want);
 	return rc < 0 ? 2 : rc;
 }

@@ -53,7 +53,9 @@ for c in $(fixture_cases); do
 		md_cnt=$(mf "$c" .md_mismatch_cnt_after_corruption)
 		check "$c: md_mismatch_cnt = md's $md_cnt" jqt ".md_mismatch_cnt == $md_cnt" <<<"$summary"
 	fi
-	check "$c: requests coalesced (>= 1 MiB on average)" jqt '.avg_request_bytes >= 1048576' <<<"$summary"
+	# 1 MiB requests (whole chunk rows; a short tail joins the last one)
+	check "$c: requests coalesced (about 1 MiB each)" \
+		jqt '.avg_request_bytes >= 900 * 1024 and .avg_request_bytes <= 1536 * 1024' <<<"$summary"
 
 	# other batch shapes give the same answer: small requests, column
 	# slices of a chunk (request smaller than the chunk), one reader
@@ -86,6 +88,14 @@ dir=$(fixture_dir r6-ls-5x6M-64K-baddata)
 "$RAIDIMG" scrub "$dir"/*.img >"$TMP/out.txt" 2>&1
 check "RAID6 data corruption: 'data wrong on role 2 (.../member2.img)'" \
 	grep -q "data wrong on role 2 (.*member2.img) at image offset 1639424, 16 bytes.*array offset 1770496" "$TMP/out.txt"
+
+# the progress bar: on stderr when asked for (or on a terminal), never on a pipe by default
+dir=$(fixture_dir r6-ls-6x6M-64K-md12)
+"$RAIDIMG" scrub --progress "$dir"/*.img >"$TMP/out.txt" 2>"$TMP/err.txt"
+check "--progress draws a bar with speed and ETA on stderr" grep -q "scrub \[.*/s ETA" "$TMP/err.txt"
+check "--progress leaves stdout alone" bash -c "! grep -q ETA '$TMP/out.txt'"
+"$RAIDIMG" scrub "$dir"/*.img >/dev/null 2>"$TMP/err.txt"
+check "no bar on a pipe by default" test ! -s "$TMP/err.txt"
 
 # --range: only the stripes asked for (array offsets, widened to stripes)
 c=r5-ls-4x6M-64K-badparity

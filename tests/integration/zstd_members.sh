@@ -52,6 +52,16 @@ check "compress: a plain .zst input is converted" cmp -s <(zstd -q -d -c "$TMP/f
 "$RAIDIMG" compress --frame-size 4K -o "$TMP/reframed.zst" "$TMP/fromplain.zst" 2>/dev/null
 check "compress: a seekable input is re-framed" cmp -s <(zstd -q -d -c "$TMP/reframed.zst") "$dir/member1.img"
 check "compress: 4K frames make a bigger file" test "$(stat -c %s "$TMP/reframed.zst")" -gt "$(stat -c %s "$TMP/fromplain.zst")"
+# --hash / --record: the contents' sha256 (decompressed) and the files'
+"$RAIDIMG" compress --record "$TMP/c.json" -o "$TMP/rec.zst" "$FIXTURES/$c/member2.img.zst" >"$TMP/out" 2>/dev/null
+check "compress --record: contents sha256 is the raw image's" \
+	test "$(jq -r .options.input_contents_sha256 "$TMP/c.json")" = "$(sha "$dir/member2.img")"
+check "compress --record: the input file's sha256" \
+	test "$(jq -r .options.input_sha256 "$TMP/c.json")" = "$(sha "$FIXTURES/$c/member2.img.zst")"
+check "compress --record: the output's sha256" test "$(jq -r .output.sha256 "$TMP/c.json")" = "$(sha "$TMP/rec.zst")"
+check "compress --hash prints both" grep -q "^sha256 $(sha "$TMP/rec.zst")  $TMP/rec.zst" "$TMP/out"
+"$RAIDIMG" replay "$TMP/c.json" 2>"$TMP/err"
+check "a compress record is not replayed ($(cat "$TMP/err"))" grep -q "only cat, export and examine" "$TMP/err"
 # zero frames cost almost nothing
 head -c 16M /dev/zero >"$TMP/zeros.img"
 "$RAIDIMG" compress -o "$TMP/zeros.zst" "$TMP/zeros.img" 2>/dev/null
