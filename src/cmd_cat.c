@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "cli.h"
 #include "custody.h"
+#include "overlay.h"
 #include "pipeline.h"
 #include "util.h"
 
@@ -87,6 +89,8 @@ static void usage(FILE *f)
 		   "  --length SIZE       copy this many bytes (default: to the end)\n"
 		   "  --threads N         reader threads (default 2)\n"
 		   "  --stats             print read statistics as JSON on stderr at the end\n"
+		   "  --overlay FILE      read the array with this copy-on-write overlay applied\n"
+		   "                      (the writes made through mount --overlay FILE)\n"
 		   "  -h, --help          this text\n\n" CUSTODY_OPTIONS_HELP CUSTODY_PROVENANCE_HELP
 		   "\n" ARRAY_OPTIONS_HELP
 		   "\nExit status: 0 all bytes written, 2 error.\n");
@@ -105,13 +109,14 @@ static void print_stats(const struct array *a, double secs)
 
 int cmd_cat(int argc, char **argv)
 {
-	enum { OPT_OFFSET = 0x2001, OPT_LENGTH, OPT_THREADS, OPT_STATS };
+	enum { OPT_OFFSET = 0x2001, OPT_LENGTH, OPT_THREADS, OPT_STATS, OPT_OVERLAY };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "offset", required_argument, NULL, OPT_OFFSET },
 		{ "length", required_argument, NULL, OPT_LENGTH },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "overlay", required_argument, NULL, OPT_OVERLAY },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
 		CUSTODY_LONG_OPTIONS,
@@ -123,7 +128,9 @@ int cmd_cat(int argc, char **argv)
 	struct custody_run cr = { 0 };
 	struct cat_out o = { .fd = -1 };
 	struct pipeline pl = { 0 };
-	const char *outpath = NULL;
+	const char *outpath = NULL, *overlay_arg = NULL;
+	struct overlay *ov = NULL;
+	char err[PATH_MAX + 1200];
 	uint64_t offset = 0, length = UINT64_MAX;
 	long long nthreads = 2;
 	bool stats = false, have_offset = false;
@@ -159,6 +166,7 @@ int cmd_cat(int argc, char **argv)
 			}
 			break;
 		case OPT_STATS: stats = true; break;
+		case OPT_OVERLAY: overlay_arg = optarg; break;
 		case 'h': usage(stdout); ret = EXIT_OK; goto out;
 		default: usage(stderr); goto out;
 		}
@@ -168,10 +176,19 @@ int cmd_cat(int argc, char **argv)
 		usage(stderr);
 		goto out;
 	}
+	if (overlay_arg && (co.hash || co.record || co.provenance)) {
+		msg("--overlay: with it the bytes are no longer the array's; --hash, --record and "
+		    "--provenance describe the evidence alone");
+		goto out;
+	}
 	if (custody_begin(&cr, &co, "cat", argc, argv))
 		goto out;
 	if (array_args_open(&aa, argc - optind, argv + optind, &a))
 		goto out;
+	if (overlay_arg && overlay_open_read(overlay_arg, a, &ov, err, sizeof(err))) {
+		msg("%s", err);
+		goto out;
+	}
 	if (offset > a->array_bytes) {
 		msg("--offset %" PRIu64 " is past the end of the array (%" PRIu64 " bytes)", offset, a->array_bytes);
 		goto out;
@@ -184,6 +201,10 @@ int cmd_cat(int argc, char **argv)
 				msg("%s: the output is one of the member images; refusing to overwrite evidence", outpath);
 				goto out;
 			}
+		}
+		if (overlay_arg && same_file(outpath, overlay_arg)) {
+			msg("%s: the output is the overlay being read", outpath);
+			goto out;
 		}
 		fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
@@ -207,6 +228,10 @@ int cmd_cat(int argc, char **argv)
 	pl.consume = cat_consume;
 	pl.ctx = &o;
 	custody_pipeline(&cr, &pl);
+	if (ov) {
+		pl.read = overlay_pipeline_read;
+		pl.read_ctx = ov;
+	}
 	t0 = now_ns();
 	ret = pipeline_run(&pl) ? EXIT_ERR : EXIT_OK;
 	if (outpath && close(fd) && ret == EXIT_OK) {
@@ -232,6 +257,7 @@ out:
 	if (fd >= 0 && fd != STDOUT_FILENO)
 		close(fd);
 	custody_free(&cr);
+	overlay_close(ov);
 	array_free(a);
 	array_args_free(&aa);
 	return ret;

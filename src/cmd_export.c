@@ -6,15 +6,18 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zstd.h>
 
 #include "cli.h"
 #include "custody.h"
+#include "overlay.h"
 #include "pipeline.h"
 #include "progress.h"
 #include "sink.h"
@@ -27,6 +30,7 @@ struct export_opts {
 	uint64_t offset, length;
 	int nthreads;
 	struct custody_opts co;
+	const char *overlay;        /* --overlay FILE or NULL */
 };
 
 struct export_out {
@@ -54,6 +58,8 @@ static void usage(FILE *f)
 		   "  --threads N          reader threads, and compressor threads with --zstd\n"
 		   "                       (default 2)\n"
 		   "  --overwrite          replace OUT if it exists\n"
+		   "  --overlay FILE       export the array with this copy-on-write overlay applied\n"
+		   "                       (the writes made through mount --overlay FILE)\n"
 		   "  -h, --help           this text\n\n" CUSTODY_OPTIONS_HELP CUSTODY_PROVENANCE_HELP
 		   "\n" ARRAY_OPTIONS_HELP
 		   "\nA progress bar is drawn on stderr when it is a terminal.\n"
@@ -85,7 +91,8 @@ static int export_consume(void *ctx, int slot, const uint8_t *buf, size_t len, u
 
 static int parse_args(int argc, char **argv, struct export_opts *o, struct array_args *aa)
 {
-	enum { OPT_ZSTD = 0x2001, OPT_LEVEL, OPT_FRAME, OPT_OFFSET, OPT_LENGTH, OPT_THREADS, OPT_OVERWRITE };
+	enum { OPT_ZSTD = 0x2001, OPT_LEVEL, OPT_FRAME, OPT_OFFSET, OPT_LENGTH, OPT_THREADS, OPT_OVERWRITE,
+	       OPT_OVERLAY };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "zstd", no_argument, NULL, OPT_ZSTD },
@@ -95,6 +102,7 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 		{ "length", required_argument, NULL, OPT_LENGTH },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
+		{ "overlay", required_argument, NULL, OPT_OVERLAY },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
 		CUSTODY_LONG_OPTIONS,
@@ -150,6 +158,7 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 			o->nthreads = (int)v;
 			break;
 		case OPT_OVERWRITE: o->overwrite = true; break;
+		case OPT_OVERLAY: o->overlay = optarg; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
 		}
@@ -160,6 +169,28 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 	}
 	if (!o->out) {
 		msg("export: give the output with -o OUT");
+		return -1;
+	}
+	if (o->overlay && (o->co.hash || o->co.record || o->co.provenance)) {
+		msg("--overlay: with it the bytes are no longer the array's; --hash, --record and "
+		    "--provenance describe the evidence alone");
+		return -1;
+	}
+	return 0;
+}
+
+/* --overlay FILE: open it over a (it must be a's), never as the output. */
+static int open_overlay(const struct export_opts *o, struct array *a, struct overlay **ov)
+{
+	char err[PATH_MAX + 1200];
+	struct stat so, si;
+
+	if (!stat(o->out, &so) && !stat(o->overlay, &si) && so.st_dev == si.st_dev && so.st_ino == si.st_ino) {
+		msg("%s: the output is the overlay being read", o->out);
+		return -1;
+	}
+	if (overlay_open_read(o->overlay, a, ov, err, sizeof(err))) {
+		msg("%s", err);
 		return -1;
 	}
 	return 0;
@@ -207,6 +238,7 @@ int cmd_export(int argc, char **argv)
 	struct pipeline pl = { 0 };
 	struct array_args aa;
 	struct array *a = NULL;
+	struct overlay *ov = NULL;
 	char out_hex[SHA256_HEX] = "";
 	FILE *hf;
 	int ret = EXIT_ERR, r;
@@ -228,6 +260,8 @@ int cmd_export(int argc, char **argv)
 	}
 	if (o.length > a->array_bytes - o.offset)
 		o.length = a->array_bytes - o.offset;
+	if (o.overlay && open_overlay(&o, a, &ov))
+		goto out;
 	if (open_sink(&o, &aa, &eo.sink))
 		goto out;
 	if (custody_array(&cr, a, &aa.ao, aa.paths, aa.npaths, pipeline_nslots(o.nthreads)))
@@ -240,6 +274,10 @@ int cmd_export(int argc, char **argv)
 	pl.consume = export_consume;
 	pl.ctx = &eo;
 	custody_pipeline(&cr, &pl);
+	if (ov) {
+		pl.read = overlay_pipeline_read;
+		pl.read_ctx = ov;
+	}
 	progress_start(&eo.pg, "export", o.length);
 	r = pipeline_run(&pl);
 	progress_end(&eo.pg);
@@ -261,6 +299,7 @@ int cmd_export(int argc, char **argv)
 out:
 	sink_free(eo.sink);
 	custody_free(&cr);
+	overlay_close(ov);
 	array_free(a);
 	array_args_free(&aa);
 	return ret;

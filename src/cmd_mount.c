@@ -19,6 +19,8 @@
 
 #include "cli.h"
 #include "fuse_fs.h"
+#include "mount_scrub.h"
+#include "scrub_cli.h"
 #include "util.h"
 
 #define FUSE_DEVICE "/dev/fuse"
@@ -43,7 +45,30 @@ static void usage(FILE *f)
 		   "                       ordinary user needs user_allow_other in /etc/fuse.conf)\n"
 		   "  --threads N          FUSE worker threads, 2 to 64 (default 8)\n"
 		   "  -d, --debug          libfuse's trace of every request on stderr (implies -f)\n"
-		   "  -h, --help           this text\n\n" ARRAY_OPTIONS_HELP
+		   "  --overlay FILE       make the image writable: every write goes to FILE, a\n"
+		   "                       copy-on-write overlay (created when missing or empty,\n"
+		   "                       sparse, kept across mounts; refused if it belongs to\n"
+		   "                       another array); the members are never written.\n"
+		   "                       See raidimg overlay --help\n"
+		   "  -h, --help           this text\n\n"
+		   "Scrub inside the mount (directory mountpoints), as md's sysfs files:\n"
+		   "  sync_action          read: idle, check or repair; write check or repair to\n"
+		   "                       start one (EBUSY while one runs), idle to stop it\n"
+		   "  sync_speed_min       the speed limits per member in KiB/s, as md's (0: none);\n"
+		   "  sync_speed_max       writes also take 'unlimited' or a size per second (50M)\n"
+		   "  mismatch_cnt         md's count of the running or last scrub (sectors)\n"
+		   "status shows the scrub's progress, counts, last mismatches, speed and limits.\n"
+		   "  --speed-limit-min RATE  floor kept while yielding to readers of the mount\n"
+		   "                       (default 1000 = KiB/s, md's)\n"
+		   "  --speed-limit-max RATE  ceiling (default: unlimited); RATE as in scrub: KiB/s\n"
+		   "                       or a size per second such as 50M\n"
+		   "  --scrub-log FILE     append every mismatch, write and end of a scrub to FILE\n"
+		   "                       as JSON lines (the records of raidimg scrub --json)\n"
+		   "  --allow-repair       open the member images for writing so that `repair`\n"
+		   "                       can rewrite them (refused for read-only image files);\n"
+		   "                       without it writing repair fails with EPERM.  Repaired\n"
+		   "                       data is dropped from the mount's page cache.\n\n"
+		   ARRAY_OPTIONS_HELP
 		   "\nExit status: 0 mounted (or, with -f, unmounted cleanly), 2 error.\n");
 }
 
@@ -241,6 +266,53 @@ static int daemon_parent(pid_t pid, int fd)
 	return -1;
 }
 
+/* No write reached this process's overlay (in a daemon's parent: none can
+ * have, the child served them). */
+static bool overlay_unwritten(const struct overlay *ov)
+{
+	struct overlay_stats st;
+
+	overlay_get_stats(ov, &st);
+	return !st.writes && !st.granules_written;
+}
+
+/* --overlay FILE: open (or create) the array's copy-on-write overlay.
+ * Prints the problem and returns -1 when it cannot be used. */
+static int open_overlay(const char *path, struct array *a, const struct array_args *aa,
+			const struct stat *mnt_st, struct overlay **ov, bool *created)
+{
+	struct overlay_identity id;
+	struct overlay_open_opts oo = {
+		.writable = true, .create = true, .id = &id, .base = { overlay_base_array_read, a },
+	};
+	char err[PATH_MAX + 1200], desc[200];
+	struct stat st, ms;
+
+	if (!stat(path, &st)) {
+		for (int i = 0; i < aa->npaths; i++) {
+			if (!stat(aa->paths[i], &ms) && ms.st_dev == st.st_dev && ms.st_ino == st.st_ino) {
+				msg("%s: the overlay is one of the member images (members are never written)", path);
+				return -1;
+			}
+		}
+		if (st.st_dev == mnt_st->st_dev && st.st_ino == mnt_st->st_ino) {
+			msg("%s: the overlay cannot be the mountpoint", path);
+			return -1;
+		}
+	}
+	overlay_identity_of(a, &id);
+	if (overlay_open(path, &oo, ov, created, err, sizeof(err))) {
+		msg("%s", err);
+		return -1;
+	}
+	if (*created) {
+		overlay_identity_describe(&id, desc, sizeof(desc));
+		msg("%s: new overlay for the %s, granule %u KiB", overlay_path(*ov), desc,
+		    overlay_header(*ov)->granule_bytes >> 10);
+	}
+	return 0;
+}
+
 static int run_daemon(struct fuse_fs *fs, struct array *a, const char *mnt, const char *name)
 {
 	int p[2];
@@ -275,12 +347,18 @@ static int run_daemon(struct fuse_fs *fs, struct array *a, const char *mnt, cons
 
 int cmd_mount(int argc, char **argv)
 {
-	enum { OPT_NAME = 0x2001, OPT_ALLOW_OTHER, OPT_THREADS };
+	enum { OPT_NAME = 0x2001, OPT_ALLOW_OTHER, OPT_THREADS, OPT_ALLOW_REPAIR, OPT_SCRUB_LOG, OPT_SPEED_MIN,
+	       OPT_SPEED_MAX };
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
 		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "overlay", required_argument, NULL, 0x2401 },
+		{ "allow-repair", no_argument, NULL, OPT_ALLOW_REPAIR },
+		{ "scrub-log", required_argument, NULL, OPT_SCRUB_LOG },
+		{ "speed-limit-min", required_argument, NULL, OPT_SPEED_MIN },
+		{ "speed-limit-max", required_argument, NULL, OPT_SPEED_MAX },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
@@ -290,12 +368,18 @@ int cmd_mount(int argc, char **argv)
 	struct array_args aa;
 	struct array *a = NULL;
 	struct fuse_fs *fs = NULL;
+	struct mount_scrub_opts so = { .speed_min = SCRUB_DEFAULT_SPEED_MIN };
+	struct mount_scrub *worker = NULL;
+	bool scrub_opts = false;
 	const char *name = NULL;
 	char *default_name = NULL, *mnt = NULL;
 	char err[PATH_MAX + 512];
 	bool foreground = false;
 	long long threads;
 	struct stat st;
+	const char *overlay_arg = NULL;
+	struct overlay *ov = NULL;
+	bool ov_created = false;
 	int opt, ret = EXIT_ERR;
 
 	array_args_init(&aa);
@@ -316,6 +400,16 @@ int cmd_mount(int argc, char **argv)
 				goto out;
 			}
 			fo.max_threads = (unsigned)threads;
+			break;
+		case OPT_ALLOW_REPAIR: so.allow_repair = scrub_opts = true; break;
+		case 0x2401: overlay_arg = optarg; break;     /* --overlay */
+		case OPT_SCRUB_LOG: so.log_path = optarg; scrub_opts = true; break;
+		case OPT_SPEED_MIN:
+		case OPT_SPEED_MAX:
+			if (parse_rate(opt == OPT_SPEED_MIN ? "--speed-limit-min" : "--speed-limit-max", optarg,
+				       opt == OPT_SPEED_MIN ? &so.speed_min : &so.speed_max))
+				goto out;
+			scrub_opts = true;
 			break;
 		case 'h': usage(stdout); ret = EXIT_OK; goto out;
 		default: usage(stderr); goto out;
@@ -340,6 +434,17 @@ int cmd_mount(int argc, char **argv)
 		msg("%s: the mountpoint must be a directory or a regular file", argv[argc - 1]);
 		goto out;
 	}
+	if (scrub_opts && !S_ISDIR(st.st_mode)) {
+		msg("%s: --allow-repair, --scrub-log and --speed-limit-* are for the scrub's control files, "
+		    "which need a directory as the mountpoint", argv[argc - 1]);
+		goto out;
+	}
+	if (overlay_arg && so.allow_repair) {
+		msg("--overlay keeps the member images untouched; it cannot be combined with --allow-repair");
+		goto out;
+	}
+	if (so.allow_repair)
+		aa.ao.open_flags = SOURCE_WRITE;    /* asked for in so many words */
 	mnt = realpath(argv[argc - 1], NULL);
 	if (!mnt) {
 		msg("%s: %s", argv[argc - 1], strerror(errno));
@@ -368,9 +473,16 @@ int cmd_mount(int argc, char **argv)
 		}
 		name = default_name;
 	}
+	if (overlay_arg && open_overlay(overlay_arg, a, &aa, &st, &ov, &ov_created))
+		goto out;
+	fo.overlay = ov;
 	fo.mountpoint = mnt;
 	fo.image_name = name;
 	if (fuse_fs_new(a, &fo, &fs, err, sizeof(err))) {
+		msg("%s", err);
+		goto out;
+	}
+	if (!fuse_fs_is_file_mount(fs) && mount_scrub_attach(fs, a, &so, &worker, err, sizeof(err))) {
 		msg("%s", err);
 		goto out;
 	}
@@ -378,8 +490,12 @@ int cmd_mount(int argc, char **argv)
 		ret = run_foreground(fs, mnt, name);
 	else
 		ret = run_daemon(fs, a, mnt, name);
+	if (ret != EXIT_OK && ov_created && overlay_unwritten(ov))
+		unlink(overlay_path(ov));   /* a mount that failed leaves no new overlay */
 out:
 	fuse_fs_free(fs);
+	overlay_close(ov);
+	mount_scrub_free(worker);
 	array_free(a);
 	free(default_name);
 	free(mnt);

@@ -10,6 +10,11 @@
  * cannot cover is EIO, never a short reply (the kernel would fill zeros).
  * The image does not change under the mount, so the kernel page cache is
  * kept across opens (keep_cache) and attributes are cached for long.
+ * With an overlay (mount --overlay) the image changes only through this
+ * mount: FUSE without writeback caching writes through the page cache
+ * (cached pages take the new bytes, the write reaches op_write before
+ * write(2) returns) and the overlay file is locked by this process, so
+ * keep_cache stays right.
  *
  * Speed (docs perf-facts.md): FUSE_USE_VERSION 312 with the fuse_loop_cfg
  * API binds the fast multi-threaded loop (34/35 bind a loop that creates a
@@ -80,6 +85,9 @@ struct fuse_fs {
 	_Atomic int read_ahead_kb;   /* of the mount's bdi after mounting; -1 unknown */
 	/* FUSE read requests on the image */
 	_Atomic uint64_t read_requests, read_bytes, read_errors;
+	struct overlay *ov;          /* borrowed; NULL: the image is read-only */
+	fuse_fs_gen_fn scrub_gen;    /* the status's "scrub" object; NULL: none */
+	void *scrub_priv;
 };
 
 /* ------------------------------------------------------------------ */
@@ -195,7 +203,7 @@ static int ino_stat(struct fuse_fs *fs, fuse_ino_t ino, struct stat *st, double 
 		return 0;
 	}
 	if (ino_is_image(fs, ino)) {
-		st->st_mode = S_IFREG | 0444;
+		st->st_mode = S_IFREG | (fs->ov ? 0644 : 0444);
 		st->st_size = (off_t)fs->a->array_bytes;
 		st->st_blocks = (blkcnt_t)((fs->a->array_bytes + 511) / 512);
 		st->st_blksize = 1 << 20;
@@ -350,15 +358,24 @@ int fuse_fs_status(struct fuse_fs *fs, char **out, size_t *len)
 		.pid = getpid(),
 		.started_ns = fs->started_ns,
 		.max_threads = fs->max_threads,
-		.read_only = true,
+		.read_only = !fs->ov,
+		.overlay = fs->ov,
 		.allow_other = fs->allow_other,
 		.read_ahead_kb = fs->read_ahead_kb,
 		.read_requests = atomic_load(&fs->read_requests),
 		.read_bytes = atomic_load(&fs->read_bytes),
 		.read_errors = atomic_load(&fs->read_errors),
 	};
+	char *scrub = NULL;
+	size_t scrub_len;
+	int ret;
 
-	return status_json(fs->a, &m, out, len);
+	if (fs->scrub_gen && fs->scrub_gen(fs->scrub_priv, &scrub, &scrub_len))
+		scrub = NULL;
+	m.scrub_json = scrub;
+	ret = status_json(fs->a, &m, out, len);
+	free(scrub);
+	return ret;
 }
 
 static int status_gen(void *priv, char **out, size_t *len)
@@ -432,15 +449,29 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, timeout);
 }
 
+/* With an overlay the image's size is still the array's: a truncate to
+ * that very size (O_TRUNC is refused) is the only change answered. */
+static bool same_size_truncate(struct fuse_fs *fs, fuse_ino_t ino, const struct stat *attr, int to_set)
+{
+	return fs->ov && ino_is_image(fs, ino) && (to_set & FUSE_SET_ATTR_SIZE) &&
+	       !(to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	       (uint64_t)attr->st_size == fs->a->array_bytes;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
+	struct fuse_fs *fs = req_fs(req);
+	struct stat st;
+	double timeout;
+
 	/* Nothing's size, mode, owner or times can be changed. */
-	(void)ino;
-	(void)attr;
-	(void)to_set;
 	(void)fi;
-	fuse_reply_err(req, EROFS);
+	if (same_size_truncate(fs, ino, attr, to_set) && !ino_stat(fs, ino, &st, &timeout)) {
+		fuse_reply_attr(req, &st, timeout);
+		return;
+	}
+	fuse_reply_err(req, fs->ov && ino_is_image(fs, ino) ? EPERM : EROFS);
 }
 
 /* One directory entry at index i (0 ".", 1 "..", 2 the image, 3.. files). */
@@ -509,12 +540,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret;
 
 	if (ino_is_image(fs, ino)) {
-		if (wants_write(fi->flags)) {
+		if (wants_write(fi->flags) && !fs->ov) {
 			fuse_reply_err(req, EROFS);
 			return;
 		}
-		fi->keep_cache = 1;      /* the image never changes under the mount */
-		fi->noflush = 1;
+		fi->keep_cache = 1;      /* changes only through this mount (see the top) */
+		fi->noflush = !wants_write(fi->flags);   /* a writer's close syncs the overlay */
 		fuse_reply_open(req, fi);
 		return;
 	}
@@ -567,7 +598,10 @@ static void read_image(fuse_req_t req, struct fuse_fs *fs, size_t size, off_t of
 	}
 	atomic_fetch_add(&a->fg_active, 1);
 	atomic_store(&a->fg_last_ns, now_ns());
-	ret = array_read(a, buf, size, (uint64_t)off, &bad);
+	if (fs->ov)
+		ret = overlay_read(fs->ov, buf, size, (uint64_t)off, &bad);
+	else
+		ret = array_read(a, buf, size, (uint64_t)off, &bad);
 	atomic_fetch_sub(&a->fg_active, 1);
 	atomic_fetch_add(&fs->read_requests, 1);
 	if (ret) {
@@ -609,12 +643,37 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	free(buf);
 }
 
+/* A write to the image: into the overlay (which reads the array around a
+ * granule's first partial write). */
+static void write_image(fuse_req_t req, struct fuse_fs *fs, const char *buf, size_t size, off_t off)
+{
+	struct array *a = fs->a;
+	ssize_t n;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	atomic_fetch_add(&a->fg_active, 1);
+	atomic_store(&a->fg_last_ns, now_ns());
+	n = overlay_write(fs->ov, buf, size, (uint64_t)off);
+	atomic_fetch_sub(&a->fg_active, 1);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
 	struct fs_file *f = ino_file(req_fs(req), ino);
 	ssize_t n;
 
+	if (ino_is_image(req_fs(req), ino) && req_fs(req)->ov) {
+		write_image(req, req_fs(req), buf, size, off);
+		return;
+	}
 	if (!f || !f->ops->write) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -626,10 +685,32 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)n);
 }
 
+/* flush (close), fsync and the release of a writer: the overlay's writes
+ * made durable (overlay_sync is cheap when nothing changed). */
+static int sync_image(struct fuse_fs *fs, fuse_ino_t ino)
+{
+	return ino_is_image(fs, ino) && fs->ov ? overlay_sync(fs->ov) : 0;
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	fuse_reply_err(req, -sync_image(req_fs(req), ino));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, -sync_image(req_fs(req), ino));
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_file *f = ino_file(req_fs(req), ino);
 
+	if (wants_write(fi->flags))
+		sync_image(req_fs(req), ino);   /* writes after the last flush (mmap) */
 	if (f && f->ops->release)
 		f->ops->release(f->priv, fi->fh);
 	fuse_reply_err(req, 0);
@@ -647,7 +728,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_blocks = (fsblkcnt_t)((fs->a->array_bytes + 4095) / 4096);
 	sv.f_files = (fsfilcnt_t)(fs->file_mount ? 1 : 2 + fs->nfiles);
 	sv.f_namemax = NAME_MAX;
-	sv.f_flag = ST_RDONLY;
+	sv.f_flag = fs->ov ? 0 : ST_RDONLY;
 	fuse_reply_statfs(req, &sv);
 }
 
@@ -661,6 +742,8 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,
+	.flush = op_flush,
+	.fsync = op_fsync,
 	.release = op_release,
 	.statfs = op_statfs,
 };
@@ -707,6 +790,7 @@ int fuse_fs_new(struct array *a, const struct fuse_fs_opts *o, struct fuse_fs **
 	fs->max_threads = o->max_threads < 2 ? 2 : o->max_threads;
 	fs->allow_other = o->allow_other;
 	fs->debug = o->debug;
+	fs->ov = o->overlay;
 	fs->uid = getuid();
 	fs->gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs->mtime);
@@ -758,6 +842,23 @@ bool fuse_fs_is_file_mount(const struct fuse_fs *fs)
 void fuse_fs_set_workers(struct fuse_fs *fs, const struct fuse_fs_workers *w)
 {
 	fs->workers = *w;
+}
+
+void fuse_fs_set_status_scrub(struct fuse_fs *fs, fuse_fs_gen_fn gen, void *priv)
+{
+	fs->scrub_gen = gen;
+	fs->scrub_priv = priv;
+}
+
+int fuse_fs_invalidate_image(struct fuse_fs *fs, uint64_t off, uint64_t len)
+{
+	int ret;
+
+	if (!fs->se)
+		return -ENOTCONN;
+	ret = fuse_lowlevel_notify_inval_inode(fs->se, fs->file_mount ? INO_ROOT : INO_IMAGE, (off_t)off,
+					       (off_t)len);
+	return ret == -ENOENT ? 0 : ret;   /* ENOENT: the kernel holds nothing of it */
 }
 
 void fuse_fs_block_signals(void)
@@ -929,5 +1030,11 @@ out:
 			ret = job.ret;
 	}
 	workers_stop(fs);
+	if (fs->ov) {
+		int r = overlay_sync(fs->ov);   /* writes since the last flush */
+
+		if (r && !ret)
+			ret = r;
+	}
 	return ret;
 }

@@ -16,7 +16,9 @@
  *                        fusermount3 -u, SIGINT, SIGTERM or SIGHUP), then
  *                        unmount, stop and join every thread
  *   fuse_fs_free()
- * The image is read-only: opening it for writing fails with EROFS.
+ * The image is read-only: opening it for writing fails with EROFS; with
+ * an overlay (fuse_fs_opts.overlay) it is writable, writes go to the
+ * overlay, flush/fsync/release and the end of fuse_fs_run sync it.
  */
 #ifndef RAIDIMG_FUSE_FS_H
 #define RAIDIMG_FUSE_FS_H
@@ -27,6 +29,7 @@
 #include <sys/types.h>
 
 #include "array.h"
+#include "overlay.h"
 
 struct fuse_fs;
 
@@ -37,6 +40,9 @@ struct fuse_fs_opts {
 	unsigned max_threads;        /* FUSE worker threads, >= 2 */
 	bool allow_other;            /* -o allow_other */
 	bool debug;                  /* libfuse's request trace on stderr */
+	/* Copy-on-write overlay (overlay.h), borrowed: with it the image is
+	 * writable and every write goes there; NULL: a read-only image. */
+	struct overlay *overlay;
 };
 
 /* A file of the mount, next to the image.  Every callback gets the
@@ -112,6 +118,18 @@ int fuse_fs_run(struct fuse_fs *fs, fuse_fs_ready_fn ready, void *arg);
 
 /* The mount's status JSON (status_json with the mount's counters). */
 int fuse_fs_status(struct fuse_fs *fs, char **out, size_t *len);
+
+/* A "scrub" object in the status JSON (the mount's scrub worker,
+ * mount_scrub.c): gen() renders its value (a JSON object) at each
+ * generation of status; a failure leaves it out. */
+void fuse_fs_set_status_scrub(struct fuse_fs *fs, fuse_fs_gen_fn gen, void *priv);
+
+/* Drop bytes [off, off+len) of the image from the kernel's page cache
+ * (fuse_lowlevel_notify_inval_inode): after the array's bytes changed
+ * under the mount (a scrub repair rewrote data).  Call it from a worker
+ * thread, never from a FUSE request handler.  0 (also when the kernel
+ * holds nothing of the image), or -errno (-ENOTCONN when not mounted). */
+int fuse_fs_invalidate_image(struct fuse_fs *fs, uint64_t off, uint64_t len);
 
 /* Block every signal in the calling thread (for worker threads). */
 void fuse_fs_block_signals(void);

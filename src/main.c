@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ "export", cmd_export, "write the array to a sparse raw image or a zstd seekable image" },
 	{ "compress", cmd_compress, "convert an image to the zstd seekable format raidimg reads" },
 	{ "replay", cmd_replay, "repeat a recorded assembly (--record) and check the same bytes come out" },
+	{ "overlay", cmd_overlay, "show (info) or empty (discard) a copy-on-write overlay of mount --overlay" },
 };
 
 static void usage(FILE *f)

@@ -200,7 +200,9 @@ static bool fg_busy(const struct scrub *s, uint64_t now)
 {
 	uint64_t last = atomic_load(&s->a->fg_last_ns);
 
-	return atomic_load(&s->a->fg_active) > 0 || (last && now - last < s->fg_idle_ns);
+	/* a read that started after `now` was taken is recent too (now - last
+	 * would wrap around) */
+	return atomic_load(&s->a->fg_active) > 0 || (last && (last >= now || now - last < s->fg_idle_ns));
 }
 
 /* Nanoseconds to wait before issuing more, 0 to go on.  Like md_do_sync:
@@ -1064,6 +1066,12 @@ static int check_mode(struct array *a, const struct scrub_opts *o, char *err, si
 				fmt_err(err, errlen, "refusing to repair: %s (role %d) is readable only below %" PRIu64
 					" bytes of its %" PRIu64 " (%s)", m->path, r, m->readable_bytes,
 					a->member_bytes, m->note[0] ? m->note : "truncated");
+				return -EINVAL;
+			}
+			if (m->has_meta && m->meta.events + 1 < a->events) {
+				fmt_err(err, errlen, "refusing to repair: %s (role %d) was forced in although stale "
+					"(events %" PRIu64 " of %" PRIu64 "): its data may be out of date, and a repair "
+					"would write parity from it", m->path, r, m->meta.events, a->events);
 				return -EINVAL;
 			}
 			if (!m->src->writable) {

@@ -123,6 +123,12 @@ int status_json(const struct array *a, const struct status_mount *mnt, char **ou
 	if (mnt) {
 		fputc(',', f);
 		put_mount(f, mnt);
+		if (mnt->scrub_json)
+			fprintf(f, ",\"scrub\":%s", mnt->scrub_json);
+		if (mnt->overlay) {
+			fputc(',', f);
+			overlay_put_json(f, mnt->overlay);
+		}
 	}
 	fputs("}\n", f);
 	if (ferror(f)) {

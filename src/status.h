@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "array.h"
+#include "overlay.h"
 
 /* What the front end serving the array knows (the "mount" object).
  * Plain values: the caller takes a snapshot of its counters. */
@@ -30,6 +31,12 @@ struct status_mount {
 	/* FUSE read requests for the image, their bytes, and the ones answered
 	 * with an error (EIO: redundancy could not cover a failure). */
 	uint64_t read_requests, read_bytes, read_errors;
+	/* The "scrub" object (the mount's scrub worker) as JSON text, printed
+	 * as it is after "mount"; NULL: none. */
+	const char *scrub_json;
+	/* The copy-on-write overlay taking the image's writes (overlay.h):
+	 * an "overlay" object after "mount"; NULL: none (read-only image). */
+	const struct overlay *overlay;
 };
 
 /* One JSON object, followed by a newline:
@@ -37,7 +44,9 @@ struct status_mount {
  *    "members":[{role, state, path, counters...}, ...],
  *    "io":{bytes_served, stripes_rebuilt, read errors, member requests,
  *          average member request size, foreground readers},
- *    "mount":{...}}                      (only when mnt is not NULL)
+ *    "mount":{...},                      (only when mnt is not NULL)
+ *    "scrub":{...},                      (only when mnt->scrub_json is set)
+ *    "overlay":{...}}                    (only when mnt->overlay is set)
  * Counters are read with atomic loads: safe while readers are active.
  * On success *out is malloc'ed (owned by the caller: free()) and *len is
  * its length without the terminating NUL.  Returns 0 or -ENOMEM. */

@@ -407,6 +407,38 @@ START_TEST(test_truncated_member)
 }
 END_TEST
 
+/* ---- repair refuses a member forced in although stale ---- */
+
+START_TEST(test_repair_refuses_stale)
+{
+	struct fixture f;
+	struct scrub_opts o;
+	struct seen seen;
+	struct scrub *s = NULL;
+	struct array *a;
+	char err[512] = "";
+
+	fx_make(&f, 6, 2, 5, CHUNK, 8);
+	a = fx_open(&f, SOURCE_WRITE, -1);
+	/* as assembly leaves it after --force: in use, two events behind */
+	a->events = 10;
+	for (int d = 0; d < f.n; d++) {
+		a->members[d].has_meta = true;
+		a->members[d].meta.events = d == 3 ? 8 : 10;
+	}
+	o = opts_for(SCRUB_REPAIR, &seen);
+	ck_assert_int_eq(scrub_create(a, &o, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "forced in although stale") != NULL, "%s", err);
+	/* one event behind is current (mdadm's rule): repair goes ahead */
+	a->members[3].meta.events = 9;
+	ck_assert_int_eq(scrub_create(a, &o, &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(scrub_run(s), 0);
+	scrub_free(s);
+	array_free(a);
+	fx_free(&f);
+}
+END_TEST
+
 /* ---- control: foreground pressure, limits, pause, stop ---- */
 
 static void sleep_ms(int ms)
@@ -484,13 +516,16 @@ START_TEST(test_yields_to_recent_foreground)
 	o = opts_for(SCRUB_CHECK, &seen);
 	o.request_bytes = 16384;
 	o.speed_min = 1024;
-	o.fg_idle_ns = 3600ull * 1000000000ull;           /* an hour of quiet needed */
+	o.fg_idle_ns = 60ull * 1000000000ull;             /* a minute of quiet needed */
 	atomic_store(&a->fg_last_ns, now_ns());           /* a read just started and ended */
 	ck_assert_int_eq(scrub_create(a, &o, &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(scrub_start(s), 0);
 	sleep_ms(300);
 	ck_assert_uint_lt(next_stripe(s), 8);
-	atomic_store(&a->fg_last_ns, now_ns() - 2 * o.fg_idle_ns);   /* long ago */
+	/* long ago: 1 ns after boot (machines running this have been up for
+	 * more than a minute) */
+	ck_assert_uint_gt(now_ns(), o.fg_idle_ns + 1);
+	atomic_store(&a->fg_last_ns, 1);
 	ck_assert(scrub_wait(s, 30ull * 1000000000ull));
 	ck_assert_int_eq(scrub_join(s), 0);
 	ck_assert_uint_eq(next_stripe(s), 64);
@@ -587,6 +622,7 @@ static Suite *scrub_suite(void)
 	tcase_add_loop_test(tc, test_rebuild_every_role, 0, nl);
 	tcase_add_test(tc, test_column_slices);
 	tcase_add_loop_test(tc, test_truncated_member, 0, 2);
+	tcase_add_test(tc, test_repair_refuses_stale);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("control");
