@@ -490,9 +490,9 @@ int cmd_mount(int argc, char **argv)
 		ret = run_foreground(fs, mnt, name);
 	else
 		ret = run_daemon(fs, a, mnt, name);
+out:
 	if (ret != EXIT_OK && ov_created && overlay_unwritten(ov))
 		unlink(overlay_path(ov));   /* a mount that failed leaves no new overlay */
-out:
 	fuse_fs_free(fs);
 	overlay_close(ov);
 	mount_scrub_free(worker);

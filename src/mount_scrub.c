@@ -822,12 +822,30 @@ static int status_gen(void *priv, char **out, size_t *len)
 /* set-up                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Open the log for appending; never one of the member images. */
+/* The role of the member image st is, or -1. */
+static int member_role_of(const struct array *a, const struct stat *st)
+{
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		const struct array_member *m = &a->members[r];
+		struct stat ms;
+
+		if (m->path && !stat(m->path, &ms) && ms.st_dev == st->st_dev && ms.st_ino == st->st_ino)
+			return r;
+	}
+	return -1;
+}
+
+/* Open the log for appending; never one of the member images (looked at
+ * before opening, so that it is never even opened for writing, and after). */
 static int open_log(struct mount_scrub *ms, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
-	int fd, ret;
+	int fd, ret, role;
 
+	if (!stat(path, &st) && (role = member_role_of(ms->a, &st)) >= 0) {
+		fmt_err(err, errlen, "%s: the scrub log is one of the member images (role %d)", path, role);
+		return -EINVAL;
+	}
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
@@ -839,15 +857,11 @@ static int open_log(struct mount_scrub *ms, const char *path, char *err, size_t 
 		fmt_err(err, errlen, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
-	for (int r = 0; r < ms->a->geom.raid_disks; r++) {
-		const struct array_member *m = &ms->a->members[r];
-		struct stat ms_st;
-
-		if (m->path && !stat(m->path, &ms_st) && ms_st.st_dev == st.st_dev && ms_st.st_ino == st.st_ino) {
-			fmt_err(err, errlen, "%s: the scrub log is one of the member images (role %d)", path, r);
-			ret = -EINVAL;
-			goto fail;
-		}
+	role = member_role_of(ms->a, &st);
+	if (role >= 0) {
+		fmt_err(err, errlen, "%s: the scrub log is one of the member images (role %d)", path, role);
+		ret = -EINVAL;
+		goto fail;
 	}
 	ms->log_path = abs_path(path);
 	ms->log = fdopen(fd, "a");

@@ -80,6 +80,7 @@ struct overlay {
 	_Atomic uint64_t gen, synced_gen;
 	_Atomic uint64_t written;        /* bits set */
 	_Atomic uint64_t last_write_ns;
+	_Atomic uint64_t modified_ns;    /* h.modified_ns, for readers outside sync_lock */
 	_Atomic uint64_t writes, write_bytes, write_errors, copied, syncs, sync_errors;
 	_Atomic int last_sync_error;
 };
@@ -745,6 +746,7 @@ int overlay_open(const char *path, const struct overlay_open_opts *o, struct ove
 	ret = load_bitmap(ov, err, errlen);
 	if (ret)
 		goto fail;
+	atomic_init(&ov->modified_ns, ov->h.modified_ns);
 	if (created)
 		*created = made;
 	*out = ov;
@@ -1001,6 +1003,7 @@ static int persist(struct overlay *ov, const struct bitmap_snap *s)
 		return ret;
 	if (lw > ov->h.modified_ns) {
 		ov->h.modified_ns = lw;
+		atomic_store(&ov->modified_ns, lw);
 		ret = write_header(ov);
 		if (ret)
 			return ret;
@@ -1056,6 +1059,7 @@ int overlay_discard(struct overlay *ov)
 		atomic_store(&ov->dirty[p], 0);
 	atomic_store(&ov->written, 0);
 	ov->h.modified_ns = realtime_ns();
+	atomic_store(&ov->modified_ns, ov->h.modified_ns);
 	if (!ret)
 		ret = write_header(ov);
 	if (!ret && fsync(ov->fd))
@@ -1115,7 +1119,9 @@ void overlay_put_json(FILE *f, const struct overlay *ov)
 	uint64_t modified;
 
 	overlay_get_stats(ov, &st);
-	modified = st.last_write_ns > ov->h.modified_ns ? st.last_write_ns : ov->h.modified_ns;
+	modified = atomic_load(&ov->modified_ns);
+	if (st.last_write_ns > modified)
+		modified = st.last_write_ns;
 	fputs("\"overlay\":{\"path\":", f);
 	json_str(f, ov->path);
 	fprintf(f, ",\"granule_bytes\":%" PRIu32 ",\"granules\":%" PRIu64 ",\"granules_written\":%" PRIu64

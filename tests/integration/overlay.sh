@@ -201,6 +201,8 @@ expect_fail "a member image as the overlay" "one of the member images" \
 	"$RAIDIMG" mount --overlay "${imgs[2]}" "${imgs[@]}" "$(mountpoint_dir member)"
 expect_fail "--overlay with --allow-repair" "allow-repair" \
 	"$RAIDIMG" mount --overlay "$TMP/new.ovl" --allow-repair "${imgs[@]}" "$(mountpoint_dir repair)"
+expect_fail "a mount that fails after the overlay was made (--name status)" "status" \
+	"$RAIDIMG" mount --overlay "$TMP/new.ovl" --name status "${imgs[@]}" "$(mountpoint_dir name)"
 check "no overlay made by refused commands" test ! -e "$TMP/new.ovl"
 expect_fail "cat --overlay with a missing file" "cannot open the overlay" \
 	"$RAIDIMG" cat --overlay "$TMP/absent.ovl" "${imgs[@]}"

@@ -72,7 +72,7 @@ for w in 0 1 2 3 4 5 6 7; do
 done
 
 check "the image is the model (page cache)" $T cmp "$img" "$TMP/model"
-check "O_DIRECT scan is the model (the overlay's read path)" $T "$READCHECK" --direct --scan 1M "$img" "$TMP/model"
+check "O_DIRECT scan is the model (the overlay's read path)" $T "$READCHECK" --direct --scan 1048576 "$img" "$TMP/model"
 check "random O_DIRECT reads are the model" $T "$READCHECK" --direct --random 300 --procs 4 --max-len 300000 "$img" "$TMP/model"
 check "status: granules_written is the granules the writes touched" test "$(status_field "$mnt" .overlay.granules_written)" = \
 	"$(for w in 0 1 2 3 4 5 6 7; do writes_of "$w"; done | awk -v G=$G '{ for (g = int($1 / G); g <= int(($1 + $2 - 1) / G); g++) s[g] = 1 } END { print length(s) }')"
@@ -84,7 +84,7 @@ check "unmounted" wait_until 10 pid_gone "$pid"
 mnt=$(mountpoint_dir conc2)
 img=$($T "$RAIDIMG" mount --overlay "$OV" "${imgs[@]}" "$mnt" 2>"$TMP/err"); rc=$?
 check "remount ($(cat "$TMP/err"))" test $rc -eq 0
-check "after the remount: O_DIRECT scan is the model" $T "$READCHECK" --direct --scan 256K "$img" "$TMP/model"
+check "after the remount: O_DIRECT scan is the model" $T "$READCHECK" --direct --scan 262144 "$img" "$TMP/model"
 pid=$(status_field "$mnt" .mount.pid)
 $T fusermount3 -u "$mnt"
 wait_until 10 pid_gone "$pid"
