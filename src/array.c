@@ -1141,7 +1141,10 @@ int array_read_observed(struct array *a, void *vbuf, size_t len, uint64_t off, u
 			layout_map_stripe(&a->geom, t + 1, &map);
 			stripe_span(a, t + 1, off, end, &sp2);
 			r2 = t + 1 < retry_end || stripe_needs_rebuild(a, t + 1, &map, &sp2, NULL);
-			if (r2 != rebuild)
+			/* a rebuild run takes in the stripes after it that could
+			 * go direct: it reads them anyway, and the members then see
+			 * window-sized requests instead of a few chunks at a time */
+			if (!rebuild && r2)
 				break;
 			if (rebuild && t + 1 - s >= rows_per_window)
 				break;
