@@ -1464,14 +1464,20 @@ int scrub_start(struct scrub *s)
 	if (s->thread_started)
 		return -EBUSY;
 	atomic_store(&s->state, SCRUB_RUNNING);
-	if (pthread_create(&s->thread, NULL, scrub_thread, s)) {
-		atomic_store(&s->state, SCRUB_IDLE);
-		return -EAGAIN;
-	}
+	/* Mark it started before the thread exists: a short scrub can end
+	 * (ended = true) before pthread_create returns, and clearing `ended`
+	 * after that made scrub_wait wait forever. */
 	pthread_mutex_lock(&s->lock);
 	s->thread_started = true;
 	s->ended = false;
 	pthread_mutex_unlock(&s->lock);
+	if (pthread_create(&s->thread, NULL, scrub_thread, s)) {
+		pthread_mutex_lock(&s->lock);
+		s->thread_started = false;
+		pthread_mutex_unlock(&s->lock);
+		atomic_store(&s->state, SCRUB_IDLE);
+		return -EAGAIN;
+	}
 	return 0;
 }
 
