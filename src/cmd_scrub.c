@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mount_scrub.h"
 #include "scrub_cli.h"
 #include "util.h"
 
@@ -156,42 +157,6 @@ struct scrub_cmd {
 	bool repair;
 };
 
-static void json_u64_or_null(FILE *f, const char *key, uint64_t v, bool valid)
-{
-	if (valid)
-		fprintf(f, ",\"%s\":%" PRIu64, key, v);
-	else
-		fprintf(f, ",\"%s\":null", key);
-}
-
-static void json_role(FILE *f, const char *key, int role)
-{
-	if (role >= 0)
-		fprintf(f, ",\"%s\":%d", key, role);
-	else
-		fprintf(f, ",\"%s\":null", key);
-}
-
-static void print_mismatch_json(const struct scrub_mismatch *m)
-{
-	printf("{\"type\":\"mismatch\",\"stripe\":%" PRIu64 ",\"kind\":\"%s\"", m->stripe, scrub_kind_name(m->kind));
-	json_role(stdout, "role", m->role);
-	fputs(",\"image\":", stdout);
-	if (m->path)
-		json_str(stdout, m->path);
-	else
-		fputs("null", stdout);
-	json_u64_or_null(stdout, "image_offset", m->image_off, m->role >= 0);
-	printf(",\"member_offset\":%" PRIu64 ",\"chunk_offset\":%" PRIu32 ",\"length\":%" PRIu32, m->member_off,
-	       m->chunk_off, m->len);
-	json_u64_or_null(stdout, "array_offset", m->array_off, m->array_off != UINT64_MAX);
-	json_role(stdout, "p_role", m->p_role);
-	json_role(stdout, "q_role", m->q_role);
-	printf(",\"p_differs\":%s,\"q_differs\":%s,\"units\":%" PRIu32 ",\"repaired\":%s}\n",
-	       m->p_differs ? "true" : "false", m->q_differs ? "true" : "false", m->units,
-	       m->repaired ? "true" : "false");
-}
-
 static const char *kind_text(enum scrub_kind k)
 {
 	switch (k) {
@@ -227,7 +192,7 @@ static void on_mismatch(void *arg, const struct scrub_mismatch *m)
 	pthread_mutex_lock(&c->ui.lock);
 	progress_clear(&c->ui.bar);
 	if (c->ui.json)
-		print_mismatch_json(m);
+		scrub_json_mismatch(stdout, m);   /* mount_scrub.h: the same records as the mount's log */
 	else
 		print_mismatch_text(m);
 	fflush(stdout);
