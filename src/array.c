@@ -542,6 +542,12 @@ static bool chunk_readable(const struct array *a, int disk, uint64_t s, const bo
 	return (s + 1) * a->geom.chunk_bytes <= m->readable_bytes;
 }
 
+bool array_chunk_direct(const struct array *a, uint64_t stripe, int disk)
+{
+	return disk >= 0 && disk < a->geom.raid_disks && stripe < a->stripes &&
+	       chunk_readable(a, disk, stripe, NULL);
+}
+
 /* The part of stripe s covered by [off, end): data indices d0..d1 and the
  * byte range [lo, hi) inside the first and last chunk. */
 struct stripe_span {

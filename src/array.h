@@ -126,6 +126,10 @@ struct array_observer {
 int array_read_observed(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *bad_off,
 			const struct array_observer *obs);
 
+/* Can member `disk` serve its chunk of `stripe` as it is on disk (present,
+ * in use, within its readable part)?  For zero-copy readers (splice_cat). */
+bool array_chunk_direct(const struct array *a, uint64_t stripe, int disk);
+
 /* Human-readable verdict: "complete", "degraded", "not assemblable" */
 const char *array_verdict(const struct array *a);
 

@@ -27,6 +27,9 @@ struct source_ops {
 	/* Set the image size (sparse).  -EROFS unless writable. */
 	int (*truncate)(struct source *s, uint64_t size);
 	void (*close)(struct source *s);  /* frees s and everything it owns */
+	/* The file descriptor holding the image's bytes as they are (for
+	 * zero-copy transfers), or -1.  NULL op = -1. */
+	int (*raw_fd)(struct source *s);
 };
 
 struct source {

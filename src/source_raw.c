@@ -138,6 +138,7 @@ static const struct source_ops raw_ops = {
 	.pwrite = raw_pwrite,
 	.sync = raw_sync,
 	.truncate = raw_truncate,
+	.raw_fd = raw_fd,
 	.close = raw_close,
 };
 
