@@ -88,10 +88,12 @@ static void usage(FILE *f)
 		   "  -o, --output FILE   write to FILE (created or truncated) instead of stdout\n"
 		   "  --offset SIZE       start at this array byte offset (default 0)\n"
 		   "  --length SIZE       copy this many bytes (default: to the end)\n"
-		   "  --threads N         reader threads (default 2) where bytes pass through raidimg:\n"
-		   "                      members that are plain files are sent to the output with\n"
-		   "                      sendfile(2) (zero-copy) unless --hash, --record, --provenance\n"
-		   "                      or --overlay need the bytes\n"
+		   "  --threads N         reader threads (default 2) of the copying pipeline\n"
+		   "  --no-zero-copy      always copy through the pipeline.  By default, when the\n"
+		   "                      members are plain files and no --hash, --record,\n"
+		   "                      --provenance or --overlay needs the bytes, chunks the\n"
+		   "                      members hold as they are go to the output with splice(2)\n"
+		   "                      (no copy) and only rebuilt pieces pass through raidimg\n"
 		   "  --stats             print read statistics as JSON on stderr at the end\n"
 		   "  --overlay FILE      read the array with this copy-on-write overlay applied\n"
 		   "                      (the writes made through mount --overlay FILE)\n"
@@ -100,20 +102,27 @@ static void usage(FILE *f)
 		   "\nExit status: 0 all bytes written, 2 error.\n");
 }
 
-static void print_stats(const struct array *a, double secs)
+/* zc: what the zero-copy path did, NULL when the pipeline ran */
+static void print_stats(const struct array *a, double secs, const struct splice_cat_stats *zc)
 {
 	uint64_t req = atomic_load(&a->member_requests), rb = atomic_load(&a->member_request_bytes);
 
-	fprintf(stderr, "{\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"member_requests\":%" PRIu64
+	fprintf(stderr, "{\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"method\":\"%s\",\"member_requests\":%" PRIu64
 		",\"member_request_bytes\":%" PRIu64 ",\"avg_member_request_bytes\":%.0f"
-		",\"stripes_rebuilt\":%" PRIu64 ",\"read_errors_recovered\":%" PRIu64 "}\n",
-		atomic_load(&a->bytes_served), secs, req, rb, req ? (double)rb / (double)req : 0.0,
+		",\"stripes_rebuilt\":%" PRIu64 ",\"read_errors_recovered\":%" PRIu64,
+		atomic_load(&a->bytes_served), secs, zc ? "zero-copy" : "pipeline", req, rb,
+		req ? (double)rb / (double)req : 0.0,
 		atomic_load(&a->stripes_rebuilt), atomic_load(&a->read_errors_recovered));
+	if (zc)
+		fprintf(stderr, ",\"zero_copy\":{\"splices\":%" PRIu64 ",\"spliced_bytes\":%" PRIu64
+			",\"copied_bytes\":%" PRIu64 ",\"prefetches\":%" PRIu64 "}",
+			zc->splices, zc->spliced_bytes, zc->copied_bytes, zc->prefetches);
+	fputs("}\n", stderr);
 }
 
 int cmd_cat(int argc, char **argv)
 {
-	enum { OPT_OFFSET = 0x2001, OPT_LENGTH, OPT_THREADS, OPT_STATS, OPT_OVERLAY };
+	enum { OPT_OFFSET = 0x2001, OPT_LENGTH, OPT_THREADS, OPT_STATS, OPT_OVERLAY, OPT_NO_ZERO_COPY };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "offset", required_argument, NULL, OPT_OFFSET },
@@ -121,6 +130,7 @@ int cmd_cat(int argc, char **argv)
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "stats", no_argument, NULL, OPT_STATS },
 		{ "overlay", required_argument, NULL, OPT_OVERLAY },
+		{ "no-zero-copy", no_argument, NULL, OPT_NO_ZERO_COPY },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
 		CUSTODY_LONG_OPTIONS,
@@ -137,7 +147,8 @@ int cmd_cat(int argc, char **argv)
 	char err[PATH_MAX + 1200];
 	uint64_t offset = 0, length = UINT64_MAX;
 	long long nthreads = 2;
-	bool stats = false, have_offset = false;
+	bool stats = false, have_offset = false, zero_copy = true, used_zc = false;
+	struct splice_cat_stats zcs;
 	int opt, ret = EXIT_ERR, fd = -1, r;
 	uint64_t t0;
 
@@ -171,6 +182,7 @@ int cmd_cat(int argc, char **argv)
 			break;
 		case OPT_STATS: stats = true; break;
 		case OPT_OVERLAY: overlay_arg = optarg; break;
+		case OPT_NO_ZERO_COPY: zero_copy = false; break;
 		case 'h': usage(stdout); ret = EXIT_OK; goto out;
 		default: usage(stderr); goto out;
 		}
@@ -238,11 +250,12 @@ int cmd_cat(int argc, char **argv)
 	}
 	t0 = now_ns();
 	ret = -1;
-	if (!ov && !co.hash && !co.record && !co.provenance) {
+	if (zero_copy && !ov && !co.hash && !co.record && !co.provenance) {
 		/* zero-copy where the members are plain files (splice_cat.h) */
 		uint64_t bad = 0;
-		int sr = splice_cat(a, fd, offset, length, &o.written, &bad);
+		int sr = splice_cat(a, fd, offset, length, &o.written, &bad, &zcs);
 
+		used_zc = sr != -EOPNOTSUPP;
 		if (sr == -EIO)
 			msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
 			    "there to rebuild it from parity", bad);
@@ -260,7 +273,7 @@ int cmd_cat(int argc, char **argv)
 	if (outpath)
 		fd = -1;
 	if (stats)
-		print_stats(a, (double)(now_ns() - t0) / 1e9);
+		print_stats(a, (double)(now_ns() - t0) / 1e9, used_zc ? &zcs : NULL);
 	if (ret == EXIT_OK && atomic_load(&a->stripes_rebuilt))
 		fprintf(stderr, "%s: %" PRIu64 " stripes were rebuilt from parity\n", prog_name,
 			atomic_load(&a->stripes_rebuilt));

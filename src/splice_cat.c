@@ -2,28 +2,55 @@
  *
  * Why: copying page-cache bytes into a large user buffer and then writing
  * them out costs two copies and, with buffers bigger than the CPU caches,
- * memory bandwidth; sendfile(2) moves them in the kernel (page references
- * into a pipe, nothing at all into /dev/null, one copy into a file).
+ * memory bandwidth; splice(2) moves page references instead (nothing at all
+ * is copied into /dev/null or a pipe, one copy into a file).
+ *
+ * How: each chunk piece a member holds as it is goes member -> our pipe ->
+ * out_fd.  The pipe is ours so that a failing member read can be cut back to
+ * whole 4 KiB blocks (md's stripe unit) before anything reaches out_fd: a
+ * member that returns a short read (bytes before a bad sector) or EIO only
+ * gets its good whole blocks released; the rest of the piece is served by
+ * array_read, which rebuilds it from parity or names the first array offset
+ * it cannot serve - the same offset the copying pipeline names.
+ * Pieces members cannot serve as they are (missing, faulty, truncated
+ * members) are rebuilt by array_read in small column slices, so the
+ * surviving members' bytes stay in the CPU cache while they are combined.
+ * Ahead of the pieces, every member is told (POSIX_FADV_WILLNEED) to read
+ * the next PREFETCH_BYTES of its data area: members see large requests, all
+ * in flight at once, however small the chunks are.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <unistd.h>
 
 #include "splice_cat.h"
 #include "util.h"
 
-#define BOUNCE_BYTES (4u << 20)
+#define BLOCK 4096u                 /* a failed read is kept to whole blocks */
+#define SLICE_BYTES (128u << 10)    /* rebuilt pieces go through array_read in these */
+#define PIPE_WANT (1u << 20)        /* pipe size asked for (fs.pipe-max-size allowing) */
+#define PREFETCH_BYTES (2u << 20)   /* per member, ahead of the stripes being sent */
 
 struct splice_run {
 	struct array *a;
 	int out_fd;
-	bool buffered;          /* sendfile refused by out_fd: write() from here on */
-	uint8_t *bounce;        /* BOUNCE_BYTES, for rebuilt ranges; owned */
+	int pipe_r, pipe_w;
+	size_t pipe_cap;        /* bytes the pipe holds (F_GETPIPE_SZ) */
+	bool out_copy;          /* out_fd refused splice: read the pipe and write() */
+	bool *in_copy;          /* [raid_disks] member refused splice: array_read it; owned */
+	uint64_t *ra_row;       /* [raid_disks] rows told WILLNEED so far; owned */
+	uint8_t *bounce;        /* SLICE_BYTES; owned */
+	struct splice_cat_stats *st;
 	uint64_t *written;
 	uint64_t *bad_off;
 };
+
+static uint64_t min_u64(uint64_t x, uint64_t y)
+{
+	return x < y ? x : y;
+}
 
 static int write_full(int fd, const uint8_t *p, size_t len)
 {
@@ -40,11 +67,61 @@ static int write_full(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-/* The slow way: array_read (rebuilding as needed) into the bounce buffer. */
+/* Move len bytes from the front of our pipe to out_fd. */
+static int pipe_release(struct splice_run *r, size_t len)
+{
+	while (len) {
+		ssize_t n;
+
+		if (!r->out_copy) {
+			n = splice(r->pipe_r, NULL, r->out_fd, NULL, len, SPLICE_F_MOVE);
+			if (n > 0) {
+				len -= (size_t)n;
+				*r->written += (uint64_t)n;
+				continue;
+			}
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno != EINVAL)
+				return -errno;
+			if (n == 0)
+				return -EIO;
+			r->out_copy = true;     /* EINVAL: out_fd takes no splice (O_APPEND, ...) */
+		}
+		n = read(r->pipe_r, r->bounce, min_u64(len, SLICE_BYTES));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		int ret = write_full(r->out_fd, r->bounce, (size_t)n);
+		if (ret)
+			return ret;
+		len -= (size_t)n;
+		*r->written += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Throw away len bytes from the front of our pipe. */
+static int pipe_drop(struct splice_run *r, size_t len)
+{
+	while (len) {
+		ssize_t n = read(r->pipe_r, r->bounce, min_u64(len, SLICE_BYTES));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Array bytes [off, off+len) through array_read (rebuilding as needed), a
+ * slice at a time, and write(2). */
 static int copy_via_read(struct splice_run *r, uint64_t off, uint64_t len)
 {
 	while (len) {
-		size_t n = len < BOUNCE_BYTES ? (size_t)len : BOUNCE_BYTES;
+		size_t n = (size_t)min_u64(len, SLICE_BYTES);
 		uint64_t bad = off;
 		int ret = array_read(r->a, r->bounce, n, off, &bad);
 
@@ -65,6 +142,7 @@ static int copy_via_read(struct splice_run *r, uint64_t off, uint64_t len)
 		if (ret)
 			return ret;
 		*r->written += n;
+		r->st->copied_bytes += n;
 		off += n;
 		len -= n;
 	}
@@ -73,37 +151,86 @@ static int copy_via_read(struct splice_run *r, uint64_t off, uint64_t len)
 
 /* One chunk piece: len bytes at image offset moff of member `disk`, which
  * are array bytes [aoff, aoff+len). */
-static int copy_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t aoff, uint64_t len)
+static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t aoff, uint64_t len)
 {
 	struct array_member *m = &r->a->members[disk];
 	int in_fd = m->src->ops->raw_fd(m->src);
+	uint64_t end = aoff + len;
+	uint64_t rel = aoff;    /* array bytes below this are at out_fd */
+	uint64_t got = aoff;    /* ... below this are at out_fd or in the pipe */
+	int ret;
 
-	while (len && !r->buffered) {
-		off_t o = (off_t)moff;
-		ssize_t n = sendfile(r->out_fd, in_fd, &o, len > (1u << 30) ? (1u << 30) : (size_t)len);
+	if (r->in_copy[disk])
+		return copy_via_read(r, aoff, len);
+	while (got < end) {
+		size_t want = (size_t)min_u64(end - got, r->pipe_cap - (got - rel));
+		loff_t o = (loff_t)(moff + (got - aoff));
+		ssize_t n = want ? splice(in_fd, &o, r->pipe_w, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+				 : -1;
 
 		if (n > 0) {
 			atomic_fetch_add(&m->reads, 1);
 			atomic_fetch_add(&m->read_bytes, (uint64_t)n);
-			atomic_fetch_add(&r->a->member_requests, 1);
-			atomic_fetch_add(&r->a->member_request_bytes, (uint64_t)n);
-			*r->written += (uint64_t)n;
-			moff += (uint64_t)n;
-			aoff += (uint64_t)n;
-			len -= (uint64_t)n;
+			r->st->splices++;
+			r->st->spliced_bytes += (uint64_t)n;
+			got += (uint64_t)n;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
-			r->buffered = true;     /* out_fd does not take sendfile */
-			break;
+		if ((n < 0 && errno == EAGAIN && got > rel) || (!want && got > rel)) {
+			/* the pipe is full: pass it on */
+			ret = pipe_release(r, (size_t)(got - rel));
+			if (ret)
+				return ret;
+			rel = got;
+			continue;
 		}
-		/* EIO, a short image (n == 0), ...: let array_read rebuild it */
+		if (n < 0 && got == aoff && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+			r->in_copy[disk] = true;        /* this member takes no splice */
+			return copy_via_read(r, aoff, len);
+		}
+		/* EIO, a short image (n == 0), ...: keep the whole blocks read
+		 * before it, let array_read rebuild (or name) the rest */
+		uint64_t keep = got / BLOCK * BLOCK;
+		if (keep < rel)
+			keep = rel;
+		ret = pipe_release(r, (size_t)(keep - rel));
+		if (!ret)
+			ret = pipe_drop(r, (size_t)(got - keep));
+		if (ret)
+			return ret;
 		atomic_fetch_add(&m->read_errors, 1);
-		return copy_via_read(r, aoff, len);
+		return copy_via_read(r, keep, end - keep);
 	}
-	return len ? copy_via_read(r, aoff, len) : 0;
+	return got > rel ? pipe_release(r, (size_t)(got - rel)) : 0;
+}
+
+/* Tell every member to read ahead its rows [ra_row, s + rows) */
+static void prefetch(struct splice_run *r, uint64_t s)
+{
+	struct array *a = r->a;
+	uint64_t cb = a->geom.chunk_bytes;
+	uint64_t rows = PREFETCH_BYTES / cb ? PREFETCH_BYTES / cb : 1;
+
+	for (int i = 0; i < a->geom.raid_disks; i++) {
+		struct array_member *m = &a->members[i];
+		uint64_t from = r->ra_row[i] > s ? r->ra_row[i] : s, to = min_u64(s + 2 * rows, a->stripes);
+
+		/* keep a window ahead: top it up once half of it is used */
+		if (!m->src || r->in_copy[i] || r->ra_row[i] >= s + rows || from >= to)
+			continue;
+		if (m->state != MEMBER_OK && m->state != MEMBER_REBUILDING)
+			continue;
+		if (from * cb >= m->readable_bytes)
+			continue;
+		(void)posix_fadvise(m->src->ops->raw_fd(m->src), (off_t)(m->data_offset + from * cb),
+				    (off_t)((to - from) * cb), POSIX_FADV_WILLNEED);
+		atomic_fetch_add(&a->member_requests, 1);
+		atomic_fetch_add(&a->member_request_bytes, (to - from) * cb);
+		r->st->prefetches++;
+		r->ra_row[i] = to;
+	}
 }
 
 static bool all_members_plain(const struct array *a)
@@ -118,43 +245,83 @@ static bool all_members_plain(const struct array *a)
 	return true;
 }
 
+static int run_init(struct splice_run *r)
+{
+	int p[2], n = r->a->geom.raid_disks;
+
+	r->pipe_r = r->pipe_w = -1;
+	r->in_copy = calloc((size_t)n, sizeof(*r->in_copy));
+	r->ra_row = calloc((size_t)n, sizeof(*r->ra_row));
+	r->bounce = xaligned_alloc(SLICE_BYTES);
+	if (!r->in_copy || !r->ra_row || !r->bounce)
+		return -ENOMEM;
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	r->pipe_r = p[0];
+	r->pipe_w = p[1];
+	(void)fcntl(r->pipe_w, F_SETPIPE_SZ, (int)PIPE_WANT);   /* a smaller pipe works too */
+	n = fcntl(r->pipe_w, F_GETPIPE_SZ);
+	if (n <= 0)
+		return -errno;
+	r->pipe_cap = (size_t)n;
+	return 0;
+}
+
+static void run_free(struct splice_run *r)
+{
+	if (r->pipe_w >= 0)
+		close(r->pipe_w);
+	if (r->pipe_r >= 0)
+		close(r->pipe_r);
+	free(r->bounce);
+	free(r->ra_row);
+	free(r->in_copy);
+}
+
 int splice_cat(struct array *a, int out_fd, uint64_t off, uint64_t len, uint64_t *written,
-	       uint64_t *bad_off)
+	       uint64_t *bad_off, struct splice_cat_stats *st)
 {
 	uint64_t cb = a->geom.chunk_bytes, sbytes = cb * (uint64_t)a->k, end = off + len;
+	struct splice_cat_stats st_local;
 	struct splice_run r = { .a = a, .out_fd = out_fd, .written = written, .bad_off = bad_off };
 	struct stripe_map map;
-	int ret = 0;
+	int ret;
 
 	*written = 0;
+	memset(st ? st : &st_local, 0, sizeof(*st));
+	r.st = st ? st : &st_local;
 	if (!all_members_plain(a))
 		return -EOPNOTSUPP;
-	r.bounce = xaligned_alloc(BOUNCE_BYTES);
-	if (!r.bounce)
-		return -ENOMEM;
-	for (uint64_t s = off / sbytes; len && s <= (end - 1) / sbytes && !ret; s++) {
+	ret = run_init(&r);
+	for (uint64_t s = off / sbytes; !ret && len && s <= (end - 1) / sbytes; s++) {
 		uint64_t sbeg = s * sbytes;
-		uint64_t a0 = off > sbeg ? off : sbeg, a1 = end < sbeg + sbytes ? end : sbeg + sbytes;
-		bool direct = !r.buffered;
+		uint64_t a0 = off > sbeg ? off : sbeg, a1 = min_u64(end, sbeg + sbytes);
+		uint64_t copy_from = a1;    /* start of a run of pieces to rebuild */
 
+		prefetch(&r, s);
 		layout_map_stripe(&a->geom, s, &map);
-		for (uint64_t x = a0; direct && x < a1; x = (x / cb + 1) * cb)
-			direct = array_chunk_direct(a, s, map.data_disk[(x - sbeg) / cb]);
-		if (!direct) {
-			ret = copy_via_read(&r, a0, a1 - a0);
-			continue;
-		}
 		for (uint64_t x = a0; x < a1 && !ret;) {
 			uint64_t d = (x - sbeg) / cb, in = (x - sbeg) % cb;
-			uint64_t n = cb - in < a1 - x ? cb - in : a1 - x;
+			uint64_t n = min_u64(cb - in, a1 - x);
 			int disk = map.data_disk[d];
 
-			ret = copy_piece(&r, disk, a->members[disk].data_offset + s * cb + in, x, n);
+			if (!array_chunk_direct(a, s, disk)) {
+				if (copy_from == a1)
+					copy_from = x;      /* rebuilt together with its neighbours */
+			} else {
+				if (copy_from < x)
+					ret = copy_via_read(&r, copy_from, x - copy_from);
+				copy_from = a1;
+				if (!ret)
+					ret = splice_piece(&r, disk, a->members[disk].data_offset + s * cb + in, x, n);
+			}
 			x += n;
 		}
+		if (!ret && copy_from < a1)
+			ret = copy_via_read(&r, copy_from, a1 - copy_from);
 	}
-	if (!ret)
-		atomic_fetch_add(&a->bytes_served, *written);
-	free(r.bounce);
+	if (!ret)       /* array_read counted the bytes it served */
+		atomic_fetch_add(&a->bytes_served, *written - r.st->copied_bytes);
+	run_free(&r);
 	return ret;
 }
