@@ -88,7 +88,7 @@ static void usage(FILE *f)
 		   "  -o, --output FILE   write to FILE (created or truncated) instead of stdout\n"
 		   "  --offset SIZE       start at this array byte offset (default 0)\n"
 		   "  --length SIZE       copy this many bytes (default: to the end)\n"
-		   "  --threads N         reader threads (default 2) of the copying pipeline\n"
+		   "  --threads N         threads reading (or rebuilding) ahead (default 2)\n"
 		   "  --no-zero-copy      always copy through the pipeline.  By default, when the\n"
 		   "                      members are plain files and no --hash, --record,\n"
 		   "                      --provenance or --overlay needs the bytes, chunks the\n"
@@ -253,7 +253,7 @@ int cmd_cat(int argc, char **argv)
 	if (zero_copy && !ov && !co.hash && !co.record && !co.provenance) {
 		/* zero-copy where the members are plain files (splice_cat.h) */
 		uint64_t bad = 0;
-		int sr = splice_cat(a, fd, offset, length, &o.written, &bad, &zcs);
+		int sr = splice_cat(a, fd, offset, length, (int)nthreads, &o.written, &bad, &zcs);
 
 		used_zc = sr != -EOPNOTSUPP;
 		if (sr == -EIO)

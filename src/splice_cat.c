@@ -13,8 +13,11 @@
  * array_read, which rebuilds it from parity or names the first array offset
  * it cannot serve - the same offset the copying pipeline names.
  * Pieces members cannot serve as they are (missing, faulty, truncated
- * members) are rebuilt by array_read in small column slices, so the
- * surviving members' bytes stay in the CPU cache while they are combined.
+ * members) are rebuilt ahead by the pipeline's worker threads (pipeline.h),
+ * with array_read in small slices so the surviving members' bytes stay in
+ * the CPU cache while they are combined, into the segment's buffer; the
+ * calling thread then sends each segment in order: spliced pieces and
+ * rebuilt ones as they come.
  * Ahead of the pieces, every member is told (POSIX_FADV_WILLNEED) to read
  * the next PREFETCH_BYTES of its data area: members see large requests, all
  * in flight at once, however small the chunks are.
@@ -25,11 +28,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pipeline.h"
 #include "splice_cat.h"
 #include "util.h"
 
 #define BLOCK 4096u                 /* a failed read is kept to whole blocks */
-#define SLICE_BYTES (128u << 10)    /* rebuilt pieces go through array_read in these */
+#define SLICE_BYTES (2048u << 10)   /* rebuilt runs go through array_read in these */
 #define PIPE_WANT (1u << 20)        /* pipe size asked for (fs.pipe-max-size allowing) */
 #define PREFETCH_BYTES (2u << 20)   /* per member, ahead of the stripes being sent */
 
@@ -233,6 +237,125 @@ static void prefetch(struct splice_run *r, uint64_t s)
 	}
 }
 
+/* What walk_pieces calls for each piece of a segment, in array order:
+ * disk >= 0: array bytes [aoff, aoff+len) are member disk's bytes at image
+ * offset moff, as they are; disk < 0: a run of pieces to rebuild. */
+typedef int (*piece_fn)(struct splice_run *r, void *arg, uint64_t aoff, uint64_t len, int disk,
+			uint64_t moff);
+
+/* Walk [off, end) piece by piece (chunk pieces, runs of pieces to rebuild
+ * merged); stops at the first non-zero return of fn and returns it.  With
+ * sending, tells the members to read ahead as it goes. */
+static int walk_pieces(struct splice_run *r, uint64_t off, uint64_t end, bool sending, piece_fn fn,
+		       void *arg)
+{
+	struct array *a = r->a;
+	uint64_t cb = a->geom.chunk_bytes, sbytes = cb * (uint64_t)a->k;
+	uint64_t run = end;         /* start of a run of pieces to rebuild */
+	struct stripe_map map;
+	int ret = 0;
+
+	for (uint64_t s = off / sbytes; !ret && off < end && s <= (end - 1) / sbytes; s++) {
+		uint64_t sbeg = s * sbytes;
+		uint64_t a1 = min_u64(end, sbeg + sbytes);
+
+		if (sending)
+			prefetch(r, s);
+		layout_map_stripe(&a->geom, s, &map);
+		for (uint64_t x = off > sbeg ? off : sbeg; x < a1 && !ret;) {
+			uint64_t in = (x - sbeg) % cb, n = min_u64(cb - in, a1 - x);
+			int disk = map.data_disk[(x - sbeg) / cb];
+
+			if (!array_chunk_direct(a, s, disk)) {
+				if (run == end)
+					run = x;        /* rebuilt together with its neighbours */
+			} else {
+				if (run < x)
+					ret = fn(r, arg, run, x - run, -1, 0);
+				run = end;
+				if (!ret)
+					ret = fn(r, arg, x, n, disk, a->members[disk].data_offset + s * cb + in);
+			}
+			x += n;
+		}
+	}
+	if (!ret && run < end)
+		ret = fn(r, arg, run, end - run, -1, 0);
+	return ret;
+}
+
+struct segment {
+	uint8_t *buf;           /* the segment's buffer: array bytes [off, ...) */
+	uint64_t off;
+	uint64_t bad;           /* first array offset the read could not serve */
+};
+
+/* Worker threads: rebuild the run into the segment's buffer. */
+static int rebuild_piece(struct splice_run *r, void *arg, uint64_t aoff, uint64_t len, int disk,
+			 uint64_t moff)
+{
+	struct segment *sg = arg;
+
+	(void)moff;
+	for (uint64_t x = aoff; disk < 0 && x < aoff + len;) {
+		size_t n = (size_t)min_u64(aoff + len - x, SLICE_BYTES);
+		int ret = array_read(r->a, sg->buf + (x - sg->off), n, x, &sg->bad);
+
+		if (ret)
+			return ret;
+		x += n;
+	}
+	return 0;
+}
+
+static int seg_read(void *ctx, int slot, uint8_t *buf, size_t len, uint64_t off, uint64_t *bad_off)
+{
+	struct segment sg = { buf, off, off };
+	int ret;
+
+	(void)slot;
+	ret = walk_pieces(ctx, off, off + len, false, rebuild_piece, &sg);
+	*bad_off = sg.bad;
+	return ret;
+}
+
+/* The calling thread: send the piece, spliced or rebuilt (up to sg->bad). */
+static int send_piece(struct splice_run *r, void *arg, uint64_t aoff, uint64_t len, int disk, uint64_t moff)
+{
+	struct segment *sg = arg;
+	uint64_t n = len;
+	int ret;
+
+	if (disk >= 0)
+		return splice_piece(r, disk, moff, aoff, len);
+	if (sg->bad < aoff + len)
+		n = sg->bad > aoff ? sg->bad - aoff : 0;
+	ret = write_full(r->out_fd, sg->buf + (aoff - sg->off), (size_t)n);
+	if (ret)
+		return ret;
+	*r->written += n;
+	r->st->copied_bytes += n;
+	if (n < len) {
+		*r->bad_off = sg->bad;
+		return -EIO;
+	}
+	return 0;
+}
+
+static int seg_send(void *ctx, int slot, const uint8_t *buf, size_t len, uint64_t off, int ret,
+		    uint64_t bad_off)
+{
+	struct splice_run *r = ctx;
+	struct segment sg = { (uint8_t *)buf, off, ret == -EIO ? bad_off : UINT64_MAX };
+
+	(void)slot;
+	if (ret && ret != -EIO) {
+		*r->bad_off = off;
+		return ret;
+	}
+	return walk_pieces(r, off, off + len, true, send_piece, &sg);
+}
+
 static bool all_members_plain(const struct array *a)
 {
 	for (int i = 0; i < a->geom.raid_disks; i++) {
@@ -278,48 +401,25 @@ static void run_free(struct splice_run *r)
 	free(r->in_copy);
 }
 
-int splice_cat(struct array *a, int out_fd, uint64_t off, uint64_t len, uint64_t *written,
+int splice_cat(struct array *a, int out_fd, uint64_t off, uint64_t len, int nthreads, uint64_t *written,
 	       uint64_t *bad_off, struct splice_cat_stats *st)
 {
-	uint64_t cb = a->geom.chunk_bytes, sbytes = cb * (uint64_t)a->k, end = off + len;
 	struct splice_cat_stats st_local;
 	struct splice_run r = { .a = a, .out_fd = out_fd, .written = written, .bad_off = bad_off };
-	struct stripe_map map;
+	struct pipeline pl = {
+		.a = a, .start = off, .length = len, .nthreads = nthreads,
+		.read = seg_read, .read_ctx = &r, .consume = seg_send, .ctx = &r,
+	};
 	int ret;
 
 	*written = 0;
-	memset(st ? st : &st_local, 0, sizeof(*st));
 	r.st = st ? st : &st_local;
+	memset(r.st, 0, sizeof(*r.st));
 	if (!all_members_plain(a))
 		return -EOPNOTSUPP;
 	ret = run_init(&r);
-	for (uint64_t s = off / sbytes; !ret && len && s <= (end - 1) / sbytes; s++) {
-		uint64_t sbeg = s * sbytes;
-		uint64_t a0 = off > sbeg ? off : sbeg, a1 = min_u64(end, sbeg + sbytes);
-		uint64_t copy_from = a1;    /* start of a run of pieces to rebuild */
-
-		prefetch(&r, s);
-		layout_map_stripe(&a->geom, s, &map);
-		for (uint64_t x = a0; x < a1 && !ret;) {
-			uint64_t d = (x - sbeg) / cb, in = (x - sbeg) % cb;
-			uint64_t n = min_u64(cb - in, a1 - x);
-			int disk = map.data_disk[d];
-
-			if (!array_chunk_direct(a, s, disk)) {
-				if (copy_from == a1)
-					copy_from = x;      /* rebuilt together with its neighbours */
-			} else {
-				if (copy_from < x)
-					ret = copy_via_read(&r, copy_from, x - copy_from);
-				copy_from = a1;
-				if (!ret)
-					ret = splice_piece(&r, disk, a->members[disk].data_offset + s * cb + in, x, n);
-			}
-			x += n;
-		}
-		if (!ret && copy_from < a1)
-			ret = copy_via_read(&r, copy_from, a1 - copy_from);
-	}
+	if (!ret)
+		ret = pipeline_run(&pl);
 	if (!ret)       /* array_read counted the bytes it served */
 		atomic_fetch_add(&a->bytes_served, *written - r.st->copied_bytes);
 	run_free(&r);

@@ -74,6 +74,22 @@ for how in zero-copy pipeline; do
 	check "$how: one member with bad sectors, read again: the array's bytes are right" test $? = 0
 done
 
+# member 3 missing as well: stripes it held data in are rebuilt ahead by the
+# worker threads (zero-copy) and need member 1's bad sectors there.  Both ways
+# must stop at the same array offset, after the same bytes.
+for how in zero-copy pipeline; do
+	opt=; [ $how = pipeline ] && opt=--no-zero-copy
+	$T "$RAIDIMG" cat $opt "$d5/member0.img" "$b1" "$d5/member2.img" >"$TMP/m3.$how" 2>"$TMP/m3.$how.err"
+	echo $? >"$TMP/m3.$how.rc"
+done
+check "member 3 missing + bad sectors on member 1: exit 2 both ways" \
+	test "$(cat "$TMP/m3.zero-copy.rc") $(cat "$TMP/m3.pipeline.rc")" = "2 2"
+off_zc=$(grep -o 'array offset [0-9]*' "$TMP/m3.zero-copy.err" | head -1)
+off_pl=$(grep -o 'array offset [0-9]*' "$TMP/m3.pipeline.err" | head -1)
+check "... the same first unreadable offset ($off_zc / $off_pl)" test -n "$off_zc" -a "$off_zc" = "$off_pl"
+check "... the same bytes before it, and they are the array's" \
+	bash -c "cmp -s '$TMP/m3.zero-copy' '$TMP/m3.pipeline' && [ \$(stat -c %s '$TMP/m3.pipeline') = ${off_pl#array offset } ] && cmp -s -n ${off_pl#array offset } '$TMP/m3.pipeline' '$TMP/good5'"
+
 # examine reads through eiofs too
 $T "$RAIDIMG" examine "$d5/member0.img" "$b1" "$d5/member2.img" "$d5/member3.img" >"$TMP/ex.out" 2>&1
 check "examine works on a member with bad sectors outside its superblock" grep -q complete "$TMP/ex.out"
