@@ -29,21 +29,6 @@ struct cat_out {
 	uint64_t written;
 };
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static bool same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;

@@ -86,18 +86,6 @@ static uint64_t min_data_offset(const char *fmt, int devices)
 	return md1_super_offset(fmt_minor(fmt), 1u << 20) + sb_sectors;
 }
 
-static int random_bytes(uint8_t *p, size_t n)
-{
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0)
-		return -errno;
-	r = read(fd, p, n);
-	close(fd);
-	return r == (ssize_t)n ? 0 : -EIO;
-}
-
 static bool all_zero(const uint8_t *p, size_t n)
 {
 	static const uint8_t z[4096];

@@ -173,18 +173,6 @@ static int pick_dev_number(const struct array *a, int role, const struct member_
 	return -1;
 }
 
-static int random_bytes(uint8_t *p, size_t n)
-{
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0)
-		return -errno;
-	r = read(fd, p, n);
-	close(fd);
-	return r == (ssize_t)n ? 0 : -EIO;
-}
-
 static int build_meta(const struct array *a, int role, const struct array_member *t, struct member_meta *m)
 {
 	bool v090 = !strcmp(t->meta.format, "0.90");

@@ -409,50 +409,12 @@ int overlay_header_decode(const uint8_t *buf, size_t len, struct overlay_header 
 /* file I/O                                                             */
 /* ------------------------------------------------------------------ */
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;         /* the file ends early */
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 static int write_header(struct overlay *ov)
 {
 	uint8_t buf[OVERLAY_HEADER_BYTES];
 
 	overlay_header_encode(&ov->h, buf);
-	return pwrite_full(ov->fd, buf, sizeof(buf), 0);
+	return pwrite_all(ov->fd, buf, sizeof(buf), 0);
 }
 
 /* fsync the directory holding path, so a new file's name is durable. */
@@ -517,7 +479,7 @@ static int load_bitmap(struct overlay *ov, char *err, size_t errlen)
 	if (!buf)
 		return -ENOMEM;
 	for (size_t p = 0; p < ov->npages && !ret; p++) {
-		ret = pread_full(ov->fd, buf, BITMAP_PAGE, h->bitmap_offset + (uint64_t)p * BITMAP_PAGE);
+		ret = pread_all(ov->fd, buf, BITMAP_PAGE, h->bitmap_offset + (uint64_t)p * BITMAP_PAGE);
 		if (ret) {
 			fmt_err(err, errlen, "%s: cannot read the bitmap: %s", ov->path, strerror(-ret));
 			break;
@@ -668,7 +630,7 @@ static int load_header(struct overlay *ov, const struct overlay_open_opts *o, ui
 			file_bytes);
 		return -EINVAL;
 	}
-	ret = pread_full(ov->fd, buf, sizeof(buf), 0);
+	ret = pread_all(ov->fd, buf, sizeof(buf), 0);
 	if (ret) {
 		fmt_err(err, errlen, "%s: cannot read: %s", ov->path, strerror(-ret));
 		return ret;
@@ -830,7 +792,7 @@ int overlay_read(struct overlay *ov, void *buf, size_t len, uint64_t off, uint64
 		int ret;
 
 		if (in) {
-			ret = pread_full(ov->fd, p, n, ov->h.data_start + pos);
+			ret = pread_all(ov->fd, p, n, ov->h.data_start + pos);
 			if (ret && bad_off)
 				*bad_off = pos;
 		} else {
@@ -856,7 +818,7 @@ int overlay_pipeline_read(void *ctx, int slot, uint8_t *buf, size_t len, uint64_
 
 static int put_bytes(struct overlay *ov, const void *p, size_t len, uint64_t off)
 {
-	return pwrite_full(ov->fd, p, len, ov->h.data_start + off);
+	return pwrite_all(ov->fd, p, len, ov->h.data_start + off);
 }
 
 /* The first write to granule g (its lock held, its bit clear): the whole
@@ -997,7 +959,7 @@ static int persist(struct overlay *ov, const struct bitmap_snap *s)
 	if (fdatasync(ov->fd))
 		return -errno;
 	for (size_t i = 0; i < s->n && !ret; i++)
-		ret = pwrite_full(ov->fd, s->bytes + i * BITMAP_PAGE, BITMAP_PAGE,
+		ret = pwrite_all(ov->fd, s->bytes + i * BITMAP_PAGE, BITMAP_PAGE,
 				  ov->h.bitmap_offset + (uint64_t)s->page[i] * BITMAP_PAGE);
 	if (ret)
 		return ret;

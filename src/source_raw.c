@@ -22,23 +22,7 @@ static int raw_fd(struct source *s)
 
 static int raw_pread(struct source *s, void *buf, size_t len, uint64_t off)
 {
-	uint8_t *p = buf;
-	int fd = raw_fd(s);
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;        /* past the end: a truncated image */
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return pread_all(raw_fd(s), buf, len, off);     /* past the end: -EIO, a truncated image */
 }
 
 static int raw_preadv(struct source *s, const struct iovec *iov_in, int iovcnt, uint64_t off)
@@ -83,24 +67,15 @@ static int raw_preadv(struct source *s, const struct iovec *iov_in, int iovcnt, 
 
 static int raw_pwrite(struct source *s, const void *buf, size_t len, uint64_t off)
 {
-	const uint8_t *p = buf;
-	int fd = raw_fd(s);
+	int ret;
 
 	if (!s->writable)
 		return -EROFS;
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	if (off > s->size)
-		s->size = off;
+	ret = pwrite_all(raw_fd(s), buf, len, off);
+	if (ret)
+		return ret;
+	if (off + len > s->size)
+		s->size = off + len;
 	return 0;
 }
 

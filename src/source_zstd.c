@@ -138,26 +138,6 @@ static struct zstd_tls *tls_get(size_t ccap)
 
 /* ---- reading one frame ---- */
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void warn_frame(struct source *s, uint32_t i, const char *what)
 {
 	struct zstd_priv *p = s->priv;
@@ -181,7 +161,7 @@ static int load_frame(struct source *s, uint32_t i, uint8_t *dst)
 
 	if (!t)
 		return -ENOMEM;
-	ret = pread_full(p->fd, t->cbuf, f->csize, f->coff);
+	ret = pread_all(p->fd, t->cbuf, f->csize, f->coff);
 	if (ret) {
 		warn_frame(s, i, strerror(-ret));
 		return -EIO;
@@ -531,7 +511,7 @@ static int check_first_frame(int fd, const struct zseek_table *t, const char *pa
 
 	if (!t->nframes || t->frames[0].csize < 4)
 		return 0;
-	if (pread_full(fd, b, 4, 0)) {
+	if (pread_all(fd, b, 4, 0)) {
 		fmt_err(err, errlen, "%s: cannot read the first frame", path);
 		return -EIO;
 	}

@@ -56,21 +56,6 @@ static uint64_t min_u64(uint64_t x, uint64_t y)
 	return x < y ? x : y;
 }
 
-static int write_full(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Move len bytes from the front of our pipe to out_fd. */
 static int pipe_release(struct splice_run *r, size_t len)
 {
@@ -97,7 +82,7 @@ static int pipe_release(struct splice_run *r, size_t len)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		int ret = write_full(r->out_fd, r->bounce, (size_t)n);
+		int ret = write_all(r->out_fd, r->bounce, (size_t)n);
 		if (ret)
 			return ret;
 		len -= (size_t)n;
@@ -131,7 +116,7 @@ static int copy_via_read(struct splice_run *r, uint64_t off, uint64_t len)
 
 		if (ret == -EIO && bad >= off && bad - off < n) {
 			/* write what could be read, then report the hole */
-			int wr = write_full(r->out_fd, r->bounce, (size_t)(bad - off));
+			int wr = write_all(r->out_fd, r->bounce, (size_t)(bad - off));
 			if (wr)
 				return wr;
 			*r->written += bad - off;
@@ -142,7 +127,7 @@ static int copy_via_read(struct splice_run *r, uint64_t off, uint64_t len)
 			*r->bad_off = off;
 			return ret;
 		}
-		ret = write_full(r->out_fd, r->bounce, n);
+		ret = write_all(r->out_fd, r->bounce, n);
 		if (ret)
 			return ret;
 		*r->written += n;
@@ -330,7 +315,7 @@ static int send_piece(struct splice_run *r, void *arg, uint64_t aoff, uint64_t l
 		return splice_piece(r, disk, moff, aoff, len);
 	if (sg->bad < aoff + len)
 		n = sg->bad > aoff ? sg->bad - aoff : 0;
-	ret = write_full(r->out_fd, sg->buf + (aoff - sg->off), (size_t)n);
+	ret = write_all(r->out_fd, sg->buf + (aoff - sg->off), (size_t)n);
 	if (ret)
 		return ret;
 	*r->written += n;

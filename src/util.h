@@ -39,4 +39,13 @@ char *abs_path(const char *path);
 /* Monotonic time in nanoseconds. */
 uint64_t now_ns(void);
 
+/* Whole-buffer I/O, retried on EINTR and short transfers.  0 or -errno;
+ * a file that ends before len bytes are read (or takes no more) is -EIO. */
+int write_all(int fd, const void *buf, size_t len);
+int pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+int pread_all(int fd, void *buf, size_t len, uint64_t off);
+
+/* n bytes from the kernel's random source (getrandom(2)), for UUIDs.  0 or -errno. */
+int random_bytes(uint8_t *p, size_t n);
+
 #endif

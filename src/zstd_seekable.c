@@ -234,26 +234,6 @@ int zseek_table_parse(const uint8_t *table, uint64_t table_bytes, uint64_t file_
 	return ret;
 }
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int zseek_table_read(int fd, uint64_t file_size, struct zseek_table *t, char *err, size_t errlen)
 {
 	uint8_t footer[ZSEEK_FOOTER_BYTES];
@@ -264,7 +244,7 @@ int zseek_table_read(int fd, uint64_t file_size, struct zseek_table *t, char *er
 	memset(t, 0, sizeof(*t));
 	if (file_size < 8 + ZSEEK_FOOTER_BYTES)
 		return -ENOMSG;
-	ret = pread_full(fd, footer, sizeof(footer), file_size - ZSEEK_FOOTER_BYTES);
+	ret = pread_all(fd, footer, sizeof(footer), file_size - ZSEEK_FOOTER_BYTES);
 	if (ret) {
 		fmt_err(err, errlen, "cannot read the seek table footer: %s", strerror(-ret));
 		return ret;
@@ -277,7 +257,7 @@ int zseek_table_read(int fd, uint64_t file_size, struct zseek_table *t, char *er
 		fmt_err(err, errlen, "out of memory for a seek table of %" PRIu64 " bytes", table_bytes);
 		return -ENOMEM;
 	}
-	ret = pread_full(fd, table, table_bytes, file_size - table_bytes);
+	ret = pread_all(fd, table, table_bytes, file_size - table_bytes);
 	if (ret)
 		fmt_err(err, errlen, "cannot read the seek table: %s", strerror(-ret));
 	else
@@ -330,7 +310,7 @@ static int walk_frame(int fd, uint64_t size, uint64_t *pos, uint64_t *blocks, ui
 
 	if (size - p < 5)
 		return -EPIPE;
-	ret = pread_full(fd, b, 1, p + 4);
+	ret = pread_all(fd, b, 1, p + 4);
 	if (ret)
 		return ret;
 	if (b[0] & 0x08)
@@ -344,7 +324,7 @@ static int walk_frame(int fd, uint64_t size, uint64_t *pos, uint64_t *blocks, ui
 			return -EAGAIN;
 		if (p + 3 > size)
 			return -EPIPE;
-		ret = pread_full(fd, b, 3, p);
+		ret = pread_all(fd, b, 3, p);
 		if (ret)
 			return ret;
 		bh = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16;
@@ -377,7 +357,7 @@ int zseek_walk_frames(int fd, uint64_t file_size, uint64_t max_blocks, uint64_t 
 		*where = pos;
 		if (file_size - pos < 8)
 			return -EPIPE;
-		ret = pread_full(fd, b, 8, pos);
+		ret = pread_all(fd, b, 8, pos);
 		if (ret)
 			return ret;
 		magic = get_le32(b);
@@ -507,21 +487,6 @@ static void *writer_worker(void *arg)
 	pthread_mutex_unlock(&w->lock);
 	ZSTD_freeCCtx(c);
 	return NULL;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static int table_add(struct zseek_writer *w, const struct zjob *j)
