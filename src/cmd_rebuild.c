@@ -51,17 +51,13 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct array_args *aa, struct rebuild_args *ra)
 {
-	enum { O_ROLE = 0x2201, O_OVER, O_JSON, O_REQ, O_THREADS, O_MAX, O_PROG, O_NOPROG };
+	enum { O_ROLE = 0x2201, O_OVER, O_JSON };
 	static const struct option longopts[] = {
 		{ "role", required_argument, NULL, O_ROLE },
 		{ "output", required_argument, NULL, 'o' },
 		{ "overwrite", no_argument, NULL, O_OVER },
 		{ "json", no_argument, NULL, O_JSON },
-		{ "request-size", required_argument, NULL, O_REQ },
-		{ "threads", required_argument, NULL, O_THREADS },
-		{ "speed-limit-max", required_argument, NULL, O_MAX },
-		{ "progress", no_argument, NULL, O_PROG },
-		{ "no-progress", no_argument, NULL, O_NOPROG },
+		SCRUB_ENGINE_LONG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -71,6 +67,8 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct rebui
 
 	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		int r = array_args_opt(aa, opt, optarg);
+		if (!r)
+			r = scrub_engine_opt(&ra->so, &ra->progress, opt, optarg);
 		if (r < 0)
 			return -1;
 		if (r)
@@ -86,26 +84,6 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct rebui
 		case 'o': ra->output = optarg; break;
 		case O_OVER: ra->overwrite = true; break;
 		case O_JSON: ra->json = true; break;
-		case O_REQ:
-			if (parse_size(optarg, &ra->so.request_bytes) || ra->so.request_bytes < SCRUB_UNIT ||
-			    ra->so.request_bytes > (1u << 30)) {
-				msg("--request-size %s: give a size from 4K to 1G", optarg);
-				return -1;
-			}
-			break;
-		case O_THREADS:
-			if (parse_int(optarg, 1, 16, &v)) {
-				msg("--threads %s: give a number from 1 to 16", optarg);
-				return -1;
-			}
-			ra->so.readers = (int)v;
-			break;
-		case O_MAX:
-			if (parse_rate("--speed-limit-max", optarg, &ra->so.speed_max))
-				return -1;
-			break;
-		case O_PROG: ra->progress = true; break;
-		case O_NOPROG: ra->progress = false; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
 		}

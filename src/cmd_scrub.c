@@ -50,6 +50,35 @@ bad:
 	return -1;
 }
 
+int scrub_engine_opt(struct scrub_opts *so, bool *progress, int opt, const char *arg)
+{
+	long long v;
+
+	switch (opt) {
+	case SCRUB_OPT_REQ:
+		if (parse_size(arg, &so->request_bytes) || so->request_bytes < SCRUB_UNIT ||
+		    so->request_bytes > (1u << 30)) {
+			msg("--request-size %s: give a size from 4K to 1G", arg);
+			return -1;
+		}
+		return 1;
+	case SCRUB_OPT_THREADS:
+		if (parse_int(arg, 1, 16, &v)) {
+			msg("--threads %s: give a number from 1 to 16", arg);
+			return -1;
+		}
+		so->readers = (int)v;
+		return 1;
+	case SCRUB_OPT_MIN:
+		return parse_rate("--speed-limit-min", arg, &so->speed_min) ? -1 : 1;
+	case SCRUB_OPT_MAX:
+		return parse_rate("--speed-limit-max", arg, &so->speed_max) ? -1 : 1;
+	case SCRUB_OPT_PROG: *progress = true; return 1;
+	case SCRUB_OPT_NOPROG: *progress = false; return 1;
+	default: return 0;
+	}
+}
+
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig)
@@ -344,19 +373,15 @@ static int apply_range(const char *range, const struct array *a, struct scrub_op
 
 static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub_args *sa)
 {
-	enum { O_REPAIR = 0x2101, O_JSON, O_RANGE, O_CP, O_CPI, O_REQ, O_THREADS, O_MIN, O_MAX, O_PROG, O_NOPROG };
+	enum { O_REPAIR = 0x2101, O_JSON, O_RANGE, O_CP, O_CPI };
 	static const struct option longopts[] = {
 		{ "repair", no_argument, NULL, O_REPAIR },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "range", required_argument, NULL, O_RANGE },
 		{ "checkpoint", required_argument, NULL, O_CP },
 		{ "checkpoint-interval", required_argument, NULL, O_CPI },
-		{ "request-size", required_argument, NULL, O_REQ },
-		{ "threads", required_argument, NULL, O_THREADS },
-		{ "speed-limit-min", required_argument, NULL, O_MIN },
-		{ "speed-limit-max", required_argument, NULL, O_MAX },
-		{ "progress", no_argument, NULL, O_PROG },
-		{ "no-progress", no_argument, NULL, O_NOPROG },
+		SCRUB_ENGINE_LONG_OPTIONS,
+		SCRUB_OPT_MIN_LONG_OPTION,
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -366,6 +391,8 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		int r = array_args_opt(aa, opt, optarg);
+		if (!r)
+			r = scrub_engine_opt(&sa->so, &sa->progress, opt, optarg);
 		if (r < 0)
 			return -1;
 		if (r)
@@ -382,30 +409,6 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub
 			}
 			sa->so.checkpoint_ns = (uint64_t)v * 1000000000ull;
 			break;
-		case O_REQ:
-			if (parse_size(optarg, &sa->so.request_bytes) || sa->so.request_bytes < SCRUB_UNIT ||
-			    sa->so.request_bytes > (1u << 30)) {
-				msg("--request-size %s: give a size from 4K to 1G", optarg);
-				return -1;
-			}
-			break;
-		case O_THREADS:
-			if (parse_int(optarg, 1, 16, &v)) {
-				msg("--threads %s: give a number from 1 to 16", optarg);
-				return -1;
-			}
-			sa->so.readers = (int)v;
-			break;
-		case O_MIN:
-			if (parse_rate("--speed-limit-min", optarg, &sa->so.speed_min))
-				return -1;
-			break;
-		case O_MAX:
-			if (parse_rate("--speed-limit-max", optarg, &sa->so.speed_max))
-				return -1;
-			break;
-		case O_PROG: sa->progress = true; break;
-		case O_NOPROG: sa->progress = false; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
 		}

@@ -16,6 +16,20 @@
  * mean none.  Bytes/s to *out; prints the problem and returns -1 if bad. */
 int parse_rate(const char *opt, const char *arg, uint64_t *out);
 
+/* The engine options scrub and rebuild share: getopt codes, table entries
+ * (--speed-limit-min is scrub's alone: add SCRUB_OPT_MIN_LONG_OPTION), and
+ * their handler: 1 handled, 0 not one of them, -1 bad value (printed). */
+enum { SCRUB_OPT_REQ = 0x2301, SCRUB_OPT_THREADS, SCRUB_OPT_MIN, SCRUB_OPT_MAX, SCRUB_OPT_PROG,
+       SCRUB_OPT_NOPROG };
+#define SCRUB_ENGINE_LONG_OPTIONS \
+	{ "request-size", required_argument, NULL, SCRUB_OPT_REQ }, \
+	{ "threads", required_argument, NULL, SCRUB_OPT_THREADS }, \
+	{ "speed-limit-max", required_argument, NULL, SCRUB_OPT_MAX }, \
+	{ "progress", no_argument, NULL, SCRUB_OPT_PROG }, \
+	{ "no-progress", no_argument, NULL, SCRUB_OPT_NOPROG }
+#define SCRUB_OPT_MIN_LONG_OPTION { "speed-limit-min", required_argument, NULL, SCRUB_OPT_MIN }
+int scrub_engine_opt(struct scrub_opts *so, bool *progress, int opt, const char *arg);
+
 /* Progress bar, output lock, signals: the command's side of a run. */
 struct scrub_ui {
 	struct progress bar;
