@@ -886,6 +886,30 @@ static void observe_chunk(const struct array *a, const struct piece *pc, const s
 	pc->obs->served(pc->obs->ctx, aoff, len, how, disk, used);
 }
 
+/* Where parity_recover is to put (or find) member disk's columns [x0, x1)
+ * of this row: its window, or - when the disk is lost and the caller asked
+ * for exactly those columns of it - their place in buf, which saves copying
+ * them over afterwards (in_buf[disk] is then set).  buf must be aligned as
+ * the parity code wants it, or the window is used. */
+static uint8_t *rebuild_target(const struct array *a, uint64_t s, uint64_t off, uint8_t *buf,
+			       const struct stripe_map *map, const struct stripe_span *sp,
+			       const struct piece_mem *pm, uint64_t row, uint32_t blk, int disk,
+			       uint32_t x0, uint32_t x1, size_t at, bool *in_buf)
+{
+	int d = map->disk_data[disk];
+	uint32_t lo, hi;
+	uint8_t *dst;
+
+	if (d < 0 || block_ok(pm, disk, row, blk) || !data_cols(a, sp, d, x0, x1, &lo, &hi) || lo != x0 ||
+	    hi != x1)
+		return pm->win[disk] + at;
+	dst = buf + ((s * (uint64_t)a->k + (uint64_t)d) * a->geom.chunk_bytes + lo - off);
+	if ((uintptr_t)dst % PARITY_ALIGN)
+		return pm->win[disk] + at;
+	in_buf[disk] = true;
+	return dst;
+}
+
 /* Serve columns [x0, x1) of one row (blocks blk0.. all lost alike):
  * rebuild the lost data chunks if needed and possible, copy the requested
  * bytes out.  Returns 0, or -EIO with *bad set to the first requested
@@ -899,6 +923,7 @@ static int serve_segment(struct array *a, uint8_t *buf, uint64_t off, uint64_t s
 	uint32_t blk = (x0 - pc->c0) / FAIL_BLOCK;
 	size_t at = (size_t)row * pm->w + (x0 - pc->c0);
 	uint8_t *slots[LAYOUT_MAX_DISKS];
+	bool in_buf[LAYOUT_MAX_DISKS] = { false };     /* by disk: rebuilt straight into buf */
 	int ids[2] = { PARITY_NONE, PARITY_NONE }, nlost = 0;
 	bool need = false;
 	int n = a->geom.raid_disks, ret = 0;
@@ -921,14 +946,16 @@ static int serve_segment(struct array *a, uint8_t *buf, uint64_t off, uint64_t s
 			slots[i] = NULL;
 		for (int disk = 0; disk < n; disk++)
 			if (map->disk_slot[disk] >= 0)
-				slots[map->disk_slot[disk]] = pm->win[disk] + at;
+				slots[map->disk_slot[disk]] = rebuild_target(a, s, off, buf, map, sp, pm, row, blk, disk,
+									     x0, x1, at, in_buf);
 		if (parity_recover(map->q_slots, x1 - x0, slots, pm->win[map->p_disk] + at,
 				   pm->win[map->q_disk] + at, ids[0], ids[1], pm->pscratch))
 			return -EINVAL;
 		*rebuilt = true;
 	} else if (need) {
 		for (int d = 0; d < map->k; d++)
-			slots[d] = pm->win[map->data_disk[d]] + at;
+			slots[d] = rebuild_target(a, s, off, buf, map, sp, pm, row, blk, map->data_disk[d], x0, x1,
+						  at, in_buf);
 		if (parity_recover(map->k, x1 - x0, slots, pm->win[map->p_disk] + at, NULL, ids[0],
 				   PARITY_NONE, pm->pscratch))
 			return -EINVAL;
@@ -949,7 +976,8 @@ static int serve_segment(struct array *a, uint8_t *buf, uint64_t off, uint64_t s
 				*bad = aoff;
 			continue;
 		}
-		memcpy(buf + (aoff - off), pm->win[disk] + at + (lo - x0), hi - lo);
+		if (!in_buf[disk])
+			memcpy(buf + (aoff - off), pm->win[disk] + at + (lo - x0), hi - lo);
 	}
 	return ret;
 }
