@@ -214,6 +214,7 @@ int cmd_cat(int argc, char **argv)
 		}
 	} else {
 		fd = STDOUT_FILENO;
+		pipe_grow(fd, 1u << 20);
 	}
 
 	if (custody_array(&cr, a, &aa.ao, aa.paths, aa.npaths, pipeline_nslots((int)nthreads)))

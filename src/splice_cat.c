@@ -367,7 +367,7 @@ static int run_init(struct splice_run *r)
 		return -errno;
 	r->pipe_r = p[0];
 	r->pipe_w = p[1];
-	(void)fcntl(r->pipe_w, F_SETPIPE_SZ, (int)PIPE_WANT);   /* a smaller pipe works too */
+	pipe_grow(r->pipe_w, PIPE_WANT);   /* a smaller pipe works too */
 	n = fcntl(r->pipe_w, F_GETPIPE_SZ);
 	if (n <= 0)
 		return -errno;

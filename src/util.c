@@ -1,10 +1,12 @@
 /* util.c - see util.h */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -233,4 +235,16 @@ int random_bytes(uint8_t *p, size_t n)
 		n -= (size_t)r;
 	}
 	return 0;
+}
+
+void pipe_grow(int fd, size_t bytes)
+{
+	struct stat st;
+	int now;
+
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		return;
+	now = fcntl(fd, F_GETPIPE_SZ);
+	if (now >= 0 && (size_t)now < bytes)
+		(void)fcntl(fd, F_SETPIPE_SZ, (int)bytes);
 }
