@@ -276,6 +276,97 @@ static bool same_geometry(const struct member_meta *x, const struct member_meta 
 	       x->raid_disks == y->raid_disks && x->component_sectors == y->component_sectors;
 }
 
+/* The geometry before a (growing) reshape, over the members a already
+ * holds: a->prev.  who: the freshest image, for messages. */
+static int assemble_reshape_prev(struct array *a, const struct member_meta *fresh, bool force,
+				 const char *who, char *err, size_t errlen)
+{
+	int old_n = fresh->raid_disks - fresh->delta_disks;
+	uint64_t pos = fresh->reshape_position, stripe_sectors;
+	uint32_t big_chunk = fresh->chunk_bytes > fresh->new_chunk_bytes ? fresh->chunk_bytes
+									 : fresh->new_chunk_bytes;
+	struct array *p;
+	int ret;
+
+	if (old_n < 1 || old_n > a->geom.raid_disks) {
+		fmt_err(err, errlen, "%s: reshape from %d members (delta %d) is impossible", who, old_n,
+			fresh->delta_disks);
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	a->prev = p;            /* array_free(a) frees it from here on */
+	p->stats_of = a;
+	p->has_meta = true;
+	memcpy(p->meta_format, a->meta_format, sizeof(p->meta_format));
+	memcpy(p->uuid, a->uuid, 16);
+	memcpy(p->name, a->name, sizeof(p->name));
+	p->events = a->events;
+	p->resync_offset = a->resync_offset;
+	p->geom.level = fresh->level;
+	p->geom.layout = fresh->layout;
+	p->geom.raid_disks = old_n;
+	p->geom.chunk_bytes = fresh->chunk_bytes;
+	p->member_bytes = fresh->component_sectors * 512;
+	ret = alloc_members(p, old_n);
+	if (ret)
+		return ret;
+	for (int r = 0; r < old_n; r++) {
+		struct array_member *m = &p->members[r];
+		const struct array_member *n = &a->members[r];
+
+		*m = (struct array_member){ .role = r, .state = n->state, .src = n->src, .path = n->path,
+					    .image_bytes = n->image_bytes, .has_meta = n->has_meta,
+					    .meta = n->meta };
+		memcpy(m->note, n->note, sizeof(m->note));
+		if (!n->has_meta)
+			continue;
+		/* the old layout starts at the data offset itself */
+		m->data_offset = n->meta.data_offset * 512;
+		m->readable_bytes = UINT64_MAX;
+		if ((n->meta.feature_map & 2) && n->meta.recovery_offset != UINT64_MAX)
+			m->readable_bytes = n->meta.recovery_offset * 512;
+	}
+	ret = finish_geometry(p, force, who, err, errlen);
+	if (ret)
+		return ret;
+	/* what the old geometry found that the new one did not say */
+	for (char *line = p->warnings, *nl; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		*nl = '\0';
+		if (!strstr(a->warnings, line))
+			warn_add(a, "%s", line);
+		*nl = '\n';
+	}
+	/* md refuses a position off a stripe of the larger chunk */
+	stripe_sectors = (uint64_t)big_chunk / 512 * (uint64_t)a->k;
+	if (pos != 0 && (stripe_sectors == 0 || pos % stripe_sectors)) {
+		fmt_err(err, errlen, "%s: reshape position %" PRIu64 " sectors is not on a stripe boundary of "
+			"the new geometry", who, pos);
+		return -EINVAL;
+	}
+	if (pos > UINT64_MAX / 512) {
+		fmt_err(err, errlen, "%s: reshape position %" PRIu64 " sectors is impossibly large", who, pos);
+		return -EINVAL;
+	}
+	a->reshape_bytes = pos * 512;
+	/* like the kernel (super_1_validate): backwards when shrinking, or with
+	 * the flag when the member count stays */
+	a->reshape_backwards = fresh->delta_disks < 0 || (fresh->delta_disks == 0 && (fresh->feature_map & 32));
+	if (p->array_bytes < a->array_bytes)
+		a->array_bytes = p->array_bytes;
+	if (a->reshape_bytes > a->array_bytes)
+		a->reshape_bytes = a->array_bytes;
+	warn_add(a, "the array is in the middle of a reshape (%d -> %d members, %" PRIu64 " of %" PRIu64
+		 " bytes done%s): each part is read in its own geometry", old_n, a->geom.raid_disks,
+		 a->reshape_backwards ? a->array_bytes - a->reshape_bytes : a->reshape_bytes, a->array_bytes,
+		 a->reshape_backwards ? ", backwards" : "");
+	return 0;
+}
+
 static int assemble_md(struct array *a, struct candidate *c, int nc,
 		       const struct assemble_opts *o, char *err, size_t errlen)
 {
@@ -308,11 +399,16 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 		fmt_err(err, errlen, "no member images given");
 		return -EINVAL;
 	}
-	if (fresh->reshape_active) {
-		fmt_err(err, errlen, "%s: the array is in the middle of a reshape (position %" PRIu64
-			" sectors, %d -> %d members); reading a reshaping array is not supported",
-			c[ifresh].path, fresh->reshape_position, fresh->raid_disks - fresh->delta_disks,
-			fresh->raid_disks);
+	if (fresh->reshape_active && fresh->new_level != fresh->level) {
+		fmt_err(err, errlen, "%s: the array is in the middle of a reshape from RAID%d to RAID%d; "
+			"reading a reshape that changes the level is not supported", c[ifresh].path,
+			fresh->level, fresh->new_level);
+		return -ENOTSUP;
+	}
+	if (fresh->reshape_active && fresh->delta_disks < 0) {
+		fmt_err(err, errlen, "%s: the array is in the middle of a reshape to fewer members (%d -> %d); "
+			"reading a shrinking reshape is not supported", c[ifresh].path,
+			fresh->raid_disks - fresh->delta_disks, fresh->raid_disks);
 		return -ENOTSUP;
 	}
 	if (fresh->level != 4 && fresh->level != 5 && fresh->level != 6) {
@@ -325,10 +421,11 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 	memcpy(a->uuid, fresh->set_uuid, 16);
 	memcpy(a->name, fresh->set_name, sizeof(a->name));
 	a->events = fresh->events;
+	/* during a reshape this is the geometry after it; prev (below) the one before */
 	a->geom.level = fresh->level;
-	a->geom.layout = fresh->layout;
+	a->geom.layout = fresh->new_layout;
 	a->geom.raid_disks = fresh->raid_disks;
-	a->geom.chunk_bytes = fresh->chunk_bytes;
+	a->geom.chunk_bytes = fresh->new_chunk_bytes;
 	if (fresh->raid_disks < 1 || fresh->raid_disks > LAYOUT_MAX_DISKS) {
 		fmt_err(err, errlen, "%s: superblock says %d members", c[ifresh].path, fresh->raid_disks);
 		return -EINVAL;
@@ -393,7 +490,14 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 		if (!m->path)
 			return -ENOMEM;
 		m->image_bytes = c[i].src->size;
-		m->data_offset = mm->data_offset * 512;
+		if ((int64_t)mm->data_offset + mm->new_offset < 0) {
+			fmt_err(err, errlen, "%s: the reshape's new data offset (%" PRIu64 " %+" PRId64
+				" sectors) is before the start of the image", c[i].path, mm->data_offset,
+				mm->new_offset);
+			return -EINVAL;
+		}
+		/* new_offset is 0 unless a reshape moves the data */
+		m->data_offset = (uint64_t)((int64_t)mm->data_offset + mm->new_offset) * 512;
 		m->readable_bytes = UINT64_MAX;
 		m->note[0] = '\0';
 		if ((mm->feature_map & 2) && mm->recovery_offset != UINT64_MAX)
@@ -439,7 +543,10 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 	if (a->resync_offset != UINT64_MAX)
 		warn_add(a, "the array was not clean (resync at %" PRIu64 " bytes into each member): parity "
 			 "beyond there may be stale, so chunks rebuilt from it may be wrong", a->resync_offset);
-	return finish_geometry(a, o->force, c[ifresh].path, err, errlen);
+	ret = finish_geometry(a, o->force, c[ifresh].path, err, errlen);
+	if (!ret && fresh->reshape_active)
+		ret = assemble_reshape_prev(a, fresh, o->force, c[ifresh].path, err, errlen);
+	return ret;
 }
 
 int array_assemble(const char *const *paths, int npaths, const struct assemble_opts *o,
@@ -509,7 +616,8 @@ void array_free(struct array *a)
 {
 	if (!a)
 		return;
-	for (int r = 0; a->members && r < a->geom.raid_disks; r++) {
+	array_free(a->prev);
+	for (int r = 0; a->members && !a->stats_of && r < a->geom.raid_disks; r++) {
 		source_close(a->members[r].src);
 		free(a->members[r].path);
 	}
@@ -618,19 +726,33 @@ static uint8_t *sink_get(void)
 	return p;
 }
 
+/* Where reads are counted: the array's own counters, or for the geometry
+ * before a reshape (stats_of) those of the array it belongs to. */
+static struct array *count_array(struct array *a)
+{
+	return a->stats_of ? a->stats_of : a;
+}
+
+static struct array_member *count_member(struct array *a, int disk)
+{
+	struct array *t = a->stats_of;
+
+	return t && disk < t->geom.raid_disks ? &t->members[disk] : &a->members[disk];
+}
+
 static int member_io_flush(struct array *a, int disk, struct member_io *io)
 {
-	struct array_member *m = &a->members[disk];
+	struct array_member *m = &a->members[disk], *cm = count_member(a, disk);
 	int ret;
 
 	if (!io->niov)
 		return 0;
 	ret = source_preadv(m->src, io->iov, io->niov, io->off);
-	atomic_fetch_add(&m->reads, 1);
-	atomic_fetch_add(&a->member_requests, 1);
-	atomic_fetch_add(&a->member_request_bytes, io->len);
+	atomic_fetch_add(&cm->reads, 1);
+	atomic_fetch_add(&count_array(a)->member_requests, 1);
+	atomic_fetch_add(&count_array(a)->member_request_bytes, io->len);
 	if (ret == 0)
-		atomic_fetch_add(&m->read_bytes, io->len);
+		atomic_fetch_add(&cm->read_bytes, io->len);
 	io->niov = 0;
 	io->len = 0;
 	return ret;
@@ -796,16 +918,16 @@ static bool row_has_bad(const struct piece_mem *pm, int disk, uint64_t row)
 /* One read from a member for the rebuild path, with the counters. */
 static int member_pread(struct array *a, int disk, uint8_t *buf, size_t len, uint64_t moff)
 {
-	struct array_member *m = &a->members[disk];
+	struct array_member *m = &a->members[disk], *cm = count_member(a, disk);
 	int ret = source_pread(m->src, buf, len, m->data_offset + moff);
 
-	atomic_fetch_add(&m->reads, 1);
-	atomic_fetch_add(&a->member_requests, 1);
-	atomic_fetch_add(&a->member_request_bytes, len);
+	atomic_fetch_add(&cm->reads, 1);
+	atomic_fetch_add(&count_array(a)->member_requests, 1);
+	atomic_fetch_add(&count_array(a)->member_request_bytes, len);
 	if (ret)
-		atomic_fetch_add(&m->read_errors, 1);
+		atomic_fetch_add(&cm->read_errors, 1);
 	else
-		atomic_fetch_add(&m->read_bytes, len);
+		atomic_fetch_add(&cm->read_bytes, len);
 	return ret;
 }
 
@@ -1010,12 +1132,12 @@ static int serve_row(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
 		x0 = x1;
 	}
 	if (rebuilt)
-		atomic_fetch_add(&a->stripes_rebuilt, 1);
+		atomic_fetch_add(&count_array(a)->stripes_rebuilt, 1);
 	if (failed)
 		return -EIO;
 	/* failed reads whose bytes were rebuilt (or not needed) */
 	if (nbad)
-		atomic_fetch_add(&a->read_errors_recovered, (uint64_t)nbad);
+		atomic_fetch_add(&count_array(a)->read_errors_recovered, (uint64_t)nbad);
 	return 0;
 }
 
@@ -1132,8 +1254,42 @@ int array_read(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *
 	return array_read_observed(a, vbuf, len, off, bad_off, NULL);
 }
 
+static int read_geometry(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *bad_off,
+			 const struct array_observer *obs);
+
+/* An array in the middle of a reshape: each side of the reshape position
+ * in its own geometry, in array order. */
+static int read_reshaping(struct array *a, uint8_t *buf, size_t len, uint64_t off, uint64_t *bad_off,
+			  const struct array_observer *obs)
+{
+	uint64_t end = off + len, split = a->reshape_bytes;
+	struct array *below = a->reshape_backwards ? a->prev : a;
+	struct array *above = a->reshape_backwards ? a : a->prev;
+	int ret = 0;
+
+	if (off < split)
+		ret = read_geometry(below, buf, (size_t)((end < split ? end : split) - off), off, bad_off, obs);
+	if (!ret && end > split) {
+		uint64_t from = off > split ? off : split;
+		ret = read_geometry(above, buf + (from - off), (size_t)(end - from), from, bad_off, obs);
+	}
+	return ret;
+}
+
 int array_read_observed(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *bad_off,
 			const struct array_observer *obs)
+{
+	if (len && a->prev) {
+		if (off > a->array_bytes || len > a->array_bytes - off)
+			return -EINVAL;
+		return read_reshaping(a, vbuf, len, off, bad_off, obs);
+	}
+	return read_geometry(a, vbuf, len, off, bad_off, obs);
+}
+
+/* array_read over one geometry (the only one unless a reshape is caught). */
+static int read_geometry(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *bad_off,
+			 const struct array_observer *obs)
 {
 	uint8_t *buf = vbuf;
 	uint64_t end = off + len;
@@ -1193,7 +1349,7 @@ int array_read_observed(struct array *a, void *vbuf, size_t len, uint64_t off, u
 			if (ret && failed >= 0) {
 				/* a member failed: redo these stripes the rebuild
 				 * way, which finds what exactly is lost */
-				atomic_fetch_add(&a->members[failed].read_errors, 1);
+				atomic_fetch_add(&count_member(a, failed)->read_errors, 1);
 				retry_end = t + 1;
 				continue;
 			}
@@ -1207,10 +1363,10 @@ int array_read_observed(struct array *a, void *vbuf, size_t len, uint64_t off, u
 		s = t + 1;
 	}
 	if (ret == 0) {
-		atomic_fetch_add(&a->bytes_served, len);
+		atomic_fetch_add(&count_array(a)->bytes_served, len);
 	} else {
 		if (ret == -EIO)
-			atomic_fetch_add(&a->read_errors_fatal, 1);
+			atomic_fetch_add(&count_array(a)->read_errors_fatal, 1);
 		if (bad_off)
 			*bad_off = ret == -EIO ? bad : off;
 	}

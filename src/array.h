@@ -77,6 +77,19 @@ struct array {
 	/* counters */
 	_Atomic uint64_t bytes_served, stripes_rebuilt, read_errors_recovered, read_errors_fatal;
 	_Atomic uint64_t member_requests, member_request_bytes;
+	/* An array caught in the middle of a reshape (md's "Reshape pos'n"):
+	 * this struct describes the geometry after it (the superblock's
+	 * raid_disks, new layout and chunk, data_offset + new_offset), prev the
+	 * geometry before it.  Array bytes below reshape_bytes are laid out the
+	 * new way, the rest the old way (the other way round when
+	 * reshape_backwards).  array_bytes is the smaller of the two sizes, as
+	 * md serves until the reshape ends.  prev shares the member sources and
+	 * paths (it owns neither) and counts its reads into this array's
+	 * counters (stats_of).  NULL when no reshape is in progress. */
+	struct array *prev;
+	uint64_t reshape_bytes;
+	bool reshape_backwards;
+	struct array *stats_of;      /* prev only: the array it belongs to */
 };
 
 struct assemble_opts {

@@ -84,9 +84,13 @@ static void print_member_text(const struct probed *p)
 	printf("  component size : %" PRIu64 " sectors\n", m->component_sectors);
 	printf("  events         : %" PRIu64 "\n", m->events);
 	printf("  state          : %s\n", m->resync_offset == UINT64_MAX ? "clean" : "not clean (resync pending)");
-	if (m->reshape_active)
-		printf("  reshape        : at %" PRIu64 " sectors, delta %d disks\n", m->reshape_position,
-		       m->delta_disks);
+	if (m->reshape_active) {
+		printf("  reshape        : at %" PRIu64 " sectors of the array, %d -> %d members%s\n",
+		       m->reshape_position, m->raid_disks - m->delta_disks, m->raid_disks,
+		       (m->feature_map & 32) || m->delta_disks < 0 ? ", backwards" : "");
+		printf("  new layout     : %s (%d), chunk %u bytes, data offset %+" PRId64 " sectors\n",
+		       layout_name(m->new_level, m->new_layout), m->new_layout, m->new_chunk_bytes, m->new_offset);
+	}
 }
 
 static void print_member_json(FILE *f, const struct probed *p)
@@ -159,6 +163,24 @@ static void print_array_text(const struct array *a)
 	}
 	for (int i = 0; i < a->nextra; i++)
 		printf("  not used       : %s (%s)\n", a->extra[i].path, a->extra[i].note);
+	if (a->prev) {
+		const struct array *p = a->prev;
+		uint64_t x = a->reshape_bytes, old_offset = 0;
+
+		for (int r = p->geom.raid_disks - 1; r >= 0; r--)
+			if (p->members[r].has_meta)
+				old_offset = p->members[r].data_offset;
+
+		printf("  reshape        : %d -> %d members, %s\n", p->geom.raid_disks, a->geom.raid_disks,
+		       a->reshape_backwards ? "backwards" : "forwards");
+		printf("    array bytes [%" PRIu64 ", %" PRIu64 "): the new geometry above\n",
+		       a->reshape_backwards ? x : 0, a->reshape_backwards ? a->array_bytes : x);
+		printf("    array bytes [%" PRIu64 ", %" PRIu64 "): the old one: %d members (%d data), %s (%d), "
+		       "chunk %u bytes, data offset %" PRIu64 " bytes\n",
+		       a->reshape_backwards ? 0 : x, a->reshape_backwards ? x : a->array_bytes, p->geom.raid_disks,
+		       p->k, layout_name(p->geom.level, p->geom.layout), p->geom.layout, p->geom.chunk_bytes,
+		       old_offset);
+	}
 	if (a->warnings[0])
 		printf("  warnings       :\n    %.*s\n", (int)strlen(a->warnings) - 1, a->warnings);
 }
@@ -210,7 +232,23 @@ static void print_array_json(FILE *f, const struct array *a)
 		json_str(f, a->extra[i].note);
 		fputc('}', f);
 	}
-	fprintf(f, "],\"warnings\":[");
+	fputc(']', f);
+	if (a->prev) {
+		const struct array *o = a->prev;
+
+		fprintf(f, ",\"reshape\":{\"position_bytes\":%" PRIu64 ",\"backwards\":%s,\"new_geometry_bytes\":[%" PRIu64
+			",%" PRIu64 "],\"previous\":{\"raid_disks\":%d,\"data_disks\":%d,\"layout\":%d,\"layout_name\":",
+			a->reshape_bytes, a->reshape_backwards ? "true" : "false",
+			a->reshape_backwards ? a->reshape_bytes : 0,
+			a->reshape_backwards ? a->array_bytes : a->reshape_bytes, o->geom.raid_disks, o->k, o->geom.layout);
+		json_str(f, layout_name(o->geom.level, o->geom.layout));
+		fprintf(f, ",\"chunk_bytes\":%u,\"array_bytes\":%" PRIu64 ",\"data_offset_bytes\":[", o->geom.chunk_bytes,
+			o->array_bytes);
+		for (int r = 0; r < o->geom.raid_disks; r++)
+			fprintf(f, "%s%" PRIu64, r ? "," : "", o->members[r].data_offset);
+		fprintf(f, "]}}");
+	}
+	fprintf(f, ",\"warnings\":[");
 	first = 1;
 	for (p = a->warnings; *p;) {
 		const char *nl = strchr(p, '\n');

@@ -1174,6 +1174,12 @@ int scrub_create(struct array *a, const struct scrub_opts *o, struct scrub **out
 	struct scrub *s;
 	int ret;
 
+	if (a->prev) {
+		fmt_err(err, errlen, "the array is in the middle of a reshape (%d -> %d members): its parity "
+			"is checked, repaired and rebuilt in one geometry only, so scrub and rebuild refuse it; "
+			"cat, export and mount read it", a->prev->geom.raid_disks, a->geom.raid_disks);
+		return -ENOTSUP;
+	}
 	ret = check_mode(a, o, err, errlen);
 	if (ret)
 		return ret;

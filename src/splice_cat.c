@@ -400,7 +400,7 @@ int splice_cat(struct array *a, int out_fd, uint64_t off, uint64_t len, int nthr
 	*written = 0;
 	r.st = st ? st : &st_local;
 	memset(r.st, 0, sizeof(*r.st));
-	if (!all_members_plain(a))
+	if (!all_members_plain(a) || a->prev)   /* a reshape: two geometries, array_read knows them */
 		return -EOPNOTSUPP;
 	ret = run_init(&r);
 	if (!ret)

@@ -1,0 +1,111 @@
+#!/bin/bash
+# Arrays caught in the middle of a reshape by real md (tests/fixtures/reshape:
+# made with the oracle's mkarray --grow-to N --stop-reshape-at PCT, md stopped
+# while growing): every array byte is read in the geometry it is in at the
+# reshape position - the new one below it, the old one above - whole,
+# degraded, in slices across the position, through cat (pipeline), export,
+# zstd members and the mount.  Scrub and rebuild refuse such arrays, and no
+# member image changes.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mount_lib.sh"
+T="timeout 120"
+RFIX=$SRCDIR/tests/fixtures/reshape
+
+rcase_dir() { # the raw members of a reshape case, decompressed once into the cache
+	local c=$1 d=$CACHE/reshape-$1 z
+	if [ ! -f "$d/.done" ]; then
+		mkdir -p "$d"
+		for z in "$RFIX/$c"/member*.img.zst; do
+			zstd -q -d -f "$z" -o "$d/$(basename "${z%.zst}")"
+			chmod 444 "$d/$(basename "${z%.zst}")"
+		done
+		touch "$d/.done"
+	fi
+	echo "$d"
+}
+rmf() { jq -r "$2" "$RFIX/$1/manifest.json"; }
+# FUSE mountable here?  (require_fuse's skip is a "no"; its failures stay failures)
+( require_fuse ) >"$TMP/fuse.out" 2>&1; fuse_rc=$?
+[ $fuse_rc = 0 ] || [ $fuse_rc = 77 ] || fail "probing FUSE: $(cat "$TMP/fuse.out")"
+fuse_usable() { [ $fuse_rc = 0 ]; }
+catsha() { $T "$RAIDIMG" cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
+
+for c in $(ls "$RFIX"); do
+	d=$(rcase_dir "$c")
+	want=$(rmf "$c" .expected_sha256)
+	pos=$(($(rmf "$c" .reshape.reshape_position_sectors) * 512))
+	size=$(rmf "$c" .array_bytes)
+	lvl=$(rmf "$c" .level)
+	mapfile -t imgs < <(ls "$d"/member*.img | awk 'BEGIN{srand(7)}{print rand() "\t" $0}' | sort | cut -f2)
+	before=$(sha256sum "${imgs[@]}" | sort)
+
+	# what examine says
+	$T "$RAIDIMG" examine --json "${imgs[@]}" >"$TMP/ex.json" 2>/dev/null
+	check "$c: examine: the reshape position is md's ($pos bytes)" \
+		test "$(jq .array.reshape.position_bytes "$TMP/ex.json")" = "$pos"
+	check "$c: examine: $(rmf "$c" .reshape.from_devices) -> $(rmf "$c" .reshape.to_devices) members, forwards" \
+		test "$(jq -r '[.array.reshape.previous.raid_disks, .array.raid_disks, .array.reshape.backwards] | @tsv' \
+			"$TMP/ex.json")" = "$(rmf "$c" '[.reshape.from_devices, .reshape.to_devices, false] | @tsv')"
+	check "$c: examine: the array is md's size (the old one until the reshape ends)" \
+		test "$(jq .array.array_bytes "$TMP/ex.json")" = "$size"
+	$T "$RAIDIMG" examine "${imgs[@]}" >"$TMP/ex.txt" 2>&1
+	check "$c: examine text shows both geometries" grep -q "the old one: $(rmf "$c" .reshape.from_devices) members" "$TMP/ex.txt"
+
+	# whole, both ways, and the warning
+	$T "$RAIDIMG" cat --stats "${imgs[@]}" >"$TMP/whole" 2>"$TMP/cat.err"
+	check "$c: cat: md's sha256" test "$(sha "$TMP/whole")" = "$want"
+	check "$c: cat says the array is mid-reshape" grep -q "middle of a reshape" "$TMP/cat.err"
+	check "$c: cat --no-zero-copy: md's sha256" test "$(catsha --no-zero-copy "${imgs[@]}")" = "$want"
+
+	# slices across the reshape position and at the ends
+	bad=0
+	for ol in $((pos - 1)):2 $((pos - 70000)):140001 $((pos - 4096)):4096 $pos:4096 $((pos + 777)):123456 \
+		0:$((pos + 1)) $((pos - 1)):$((size - pos + 1)) $((size - 3)):3; do
+		o=${ol%:*} l=${ol#*:}
+		$T "$RAIDIMG" cat --offset "$o" --length "$l" "${imgs[@]}" >"$TMP/part" 2>/dev/null || bad=1
+		cmp -s "$TMP/part" <(tail -c +$((o + 1)) "$TMP/whole" | head -c "$l") || { bad=1; echo "  $o+$l differs"; }
+	done
+	check "$c: 8 slices across the reshape position equal the whole" test $bad = 0
+
+	# every set of members md could still read (one or two gone)
+	n=${#imgs[@]} red=$((lvl == 6 ? 2 : 1)) bad=0 sets=0
+	for ((i = 0; i < n; i++)); do
+		for ((j = i; j < n; j++)); do
+			[ $red = 1 ] && [ $j != $i ] && continue
+			sub=(); for ((x = 0; x < n; x++)); do [ $x != $i ] && [ $x != $j ] && sub+=("$d/member$x.img"); done
+			sets=$((sets + 1))
+			[ "$(catsha "${sub[@]}")" = "$want" ] || { bad=1; echo "  without members $i $j: wrong"; }
+		done
+	done
+	check "$c: degraded: all $sets sets of members without $red of them read md's bytes" test $bad = 0
+
+	# export, zstd members
+	rm -f "$TMP/exp.img"
+	$T "$RAIDIMG" export "${imgs[@]}" -o "$TMP/exp.img" >/dev/null 2>&1
+	check "$c: export: md's sha256" test "$(sha "$TMP/exp.img")" = "$want"
+	rm -f "$TMP"/z*.zst
+	for m in "$d"/member*.img; do $T "$RAIDIMG" compress -o "$TMP/z$(basename "$m").zst" "$m" 2>/dev/null; done
+	check "$c: zstd members: md's sha256" test "$(catsha "$TMP"/z*.zst)" = "$want"
+
+	# scrub and rebuild refuse, saying why
+	$T "$RAIDIMG" scrub "${imgs[@]}" >/dev/null 2>"$TMP/scrub.err"; rc=$?
+	check "$c: scrub refuses a reshaping array (exit $rc)" \
+		bash -c "[ $rc = 2 ] && grep -q 'middle of a reshape' '$TMP/scrub.err'"
+	$T "$RAIDIMG" rebuild --role 0 -o "$TMP/new0.img" "${imgs[@]:1}" >/dev/null 2>"$TMP/rb.err"; rc=$?
+	check "$c: rebuild refuses too, and writes nothing (exit $rc)" \
+		bash -c "[ $rc = 2 ] && grep -q 'middle of a reshape' '$TMP/rb.err' && [ ! -e '$TMP/new0.img' ]"
+
+	# the mount
+	if fuse_usable; then
+		mkdir -p "$TMP/mnt"
+		mounts_made+=("$TMP/mnt")
+		if $T "$RAIDIMG" mount --name r.img "${imgs[@]}" "$TMP/mnt" >/dev/null 2>"$TMP/mnt.err"; then
+			check "$c: mount: md's sha256" test "$(timeout 60 sha256sum <"$TMP/mnt/r.img" | cut -d' ' -f1)" = "$want"
+			fusermount3 -u "$TMP/mnt"
+		else
+			fail "$c: mount failed: $(cat "$TMP/mnt.err")"
+		fi
+	fi
+	check "$c: members unchanged" test "$before" = "$(sha256sum "${imgs[@]}" | sort)"
+done
+finish
