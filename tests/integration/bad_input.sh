@@ -3,15 +3,6 @@
 # never a crash; no member image is modified.
 . "$(dirname "$0")/lib.sh"
 
-# expect_fail DESCRIPTION PATTERN COMMAND...: exit status 2 and stderr matching PATTERN
-expect_fail() {
-	local d=$1 pat=$2 rc; shift 2
-	"$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
-	if [ $rc -ne 2 ]; then fail "$d: exit status $rc, want 2 ($(head -c 300 "$TMP/err"))"; return; fi
-	if ! grep -Eq -- "$pat" "$TMP/err"; then fail "$d: message '$(cat "$TMP/err")' lacks /$pat/"; return; fi
-	pass "$d: $(head -n1 "$TMP/err")"
-}
-
 src=$(fixture_dir r5-ls-4x8M-64K-md12)
 other=$(fixture_dir r5-ls-4x6M-64K-badparity)
 W=$TMP/work

@@ -7,15 +7,6 @@
 TIME=/usr/bin/time
 [ -x $TIME ] || TIME=
 
-# expect_fail DESCRIPTION PATTERN COMMAND...: exit status 2, stderr matching PATTERN
-expect_fail() {
-	local d=$1 pat=$2 rc; shift 2
-	timeout 60 "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
-	if [ $rc -ne 2 ]; then fail "$d: exit status $rc, want 2 ($(head -c 300 "$TMP/err"))"; return; fi
-	if ! grep -Eq -- "$pat" "$TMP/err"; then fail "$d: message '$(head -c 400 "$TMP/err")' lacks /$pat/"; return; fi
-	pass "$d: $(grep -v warning "$TMP/err" | head -n1)"
-}
-
 # Address space limit for the commands below (KiB): a large allocation fails
 # even if it is never touched.  Not under AddressSanitizer, which reserves
 # terabytes of address space for its shadow memory.
@@ -31,29 +22,6 @@ peak_rss_ok() {
 	kib=$(tail -n1 "$TMP/rss")
 	echo "   peak RSS ${kib} KiB: $*" | cut -c1-160
 	[ $rc -eq 0 ] && [ "$kib" -lt $((lim * 1024)) ]
-}
-
-# ---- md 1.2 superblock editing (the superblock is at byte 4096) ----
-SB=4096
-put_le() { # put_le FILE OFFSET BYTES VALUE: little-endian integer into FILE
-	local f=$1 off=$2 n=$3 v=$4 s="" i
-	for ((i = 0; i < n; i++)); do s+=$(printf '\\x%02x' $(((v >> (8 * i)) & 255))); done
-	printf "$s" | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
-}
-get_le32() { od -An -t u4 -j "$2" -N4 "$1" | tr -d ' '; }
-fix_csum() { # fix_csum FILE: recompute the md 1.x checksum (u32 sum folded once)
-	local f=$1 max_dev size sum
-	max_dev=$(get_le32 "$f" $((SB + 220)))
-	size=$((256 + 2 * max_dev))
-	put_le "$f" $((SB + 216)) 4 0
-	sum=$(od -An -t u4 -v -j $SB -N $((size / 4 * 4)) "$f" | tr -s ' ' '\n' | awk 'NF { s += $1 } END { printf "%.0f", s }')
-	if ((size % 4)); then sum=$((sum + $(od -An -t u2 -j $((SB + size - 2)) -N2 "$f" | tr -d ' '))); fi
-	put_le "$f" $((SB + 216)) 4 $((((sum & 0xffffffff) + (sum >> 32)) & 0xffffffff))
-}
-# sb_set FIELD_OFFSET BYTES VALUE FILE...: set a field in each, fix checksums
-sb_set() {
-	local off=$1 n=$2 v=$3 f; shift 3
-	for f in "$@"; do put_le "$f" $((SB + off)) "$n" "$v"; fix_csum "$f"; done
 }
 
 C=r5-ls-4x8M-64K-md12

@@ -133,13 +133,6 @@ fi
 check "nothing was written to the members" test "$before" = "$(sha256sum "${imgs[@]}" | sort)"
 
 # ---- refusals when mounting ----
-expect_fail() { # DESCRIPTION PATTERN COMMAND...: exit 2, stderr matching PATTERN
-	local d=$1 pat=$2 rc; shift 2
-	$T "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
-	if [ $rc -ne 2 ]; then fail "$d: exit status $rc, want 2 ($(head -c 300 "$TMP/err"))"; return; fi
-	if ! grep -Eq -- "$pat" "$TMP/err"; then fail "$d: message '$(cat "$TMP/err")' lacks /$pat/"; return; fi
-	pass "$d: $(head -n1 "$TMP/err")"
-}
 touch "$TMP/imgfile"
 expect_fail "scrub options with a file as the mountpoint" "directory as the mountpoint" \
 	"$RAIDIMG" mount --scrub-log "$TMP/x.log" "${imgs[@]}" "$TMP/imgfile"

@@ -15,15 +15,6 @@
 . "$(dirname "$0")/mount_lib.sh"
 require_fuse
 
-# expect_fail DESCRIPTION PATTERN COMMAND...: exit status 2, stderr matching PATTERN
-expect_fail() {
-	local d=$1 pat=$2 rc; shift 2
-	$T "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
-	if [ $rc -ne 2 ]; then fail "$d: exit status $rc, want 2 ($(head -c 300 "$TMP/err"))"; return; fi
-	if ! grep -Eq -- "$pat" "$TMP/err"; then fail "$d: message '$(cat "$TMP/err")' lacks /$pat/"; return; fi
-	pass "$d: $(head -n1 "$TMP/err")"
-}
-
 jq_true() { jq -e "$@" >/dev/null; }
 
 # member_state: sha256 and mtime (ns) of every member image

@@ -30,7 +30,7 @@ rmf() { jq -r "$2" "$RFIX/$1/manifest.json"; }
 fuse_usable() { [ $fuse_rc = 0 ]; }
 catsha() { $T "$RAIDIMG" cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
 
-for c in $(ls "$RFIX"); do
+for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 	d=$(rcase_dir "$c")
 	want=$(rmf "$c" .expected_sha256)
 	pos=$(($(rmf "$c" .reshape.reshape_position_sectors) * 512))
@@ -108,4 +108,29 @@ for c in $(ls "$RFIX"); do
 	fi
 	check "$c: members unchanged" test "$before" = "$(sha256sum "${imgs[@]}" | sort)"
 done
+
+# damaged reshape fields (checksums fixed): a clear refusal each
+c=r5-grow4to5-64K-md12
+d=$(rcase_dir $c)
+fresh() { # fresh NAME: writable copies of the case's members; sets m[]
+	rm -rf "${TMP:?}/$1"; mkdir -p "$TMP/$1"
+	cp "$d"/member*.img "$TMP/$1"/ && chmod 644 "$TMP/$1"/*.img
+	m=("$TMP/$1"/member*.img)
+}
+pos_s=$(rmf $c .reshape.reshape_position_sectors)
+fresh same; sb_set 104 8 "$pos_s" "${m[@]}"
+check "superblock helper: the reshape position rewritten as it was reads the same" \
+	test "$(catsha "${m[@]}")" = "$(rmf $c .expected_sha256)"
+fresh pos; sb_set 104 8 $((pos_s + 8)) "${m[@]}"
+expect_fail "reshape position off a stripe" "member[0-4].img: reshape position $((pos_s + 8)) sectors is not on a stripe boundary" \
+	"$RAIDIMG" cat "${m[@]}"
+fresh newoff; sb_set 124 4 -4096 "${m[@]}"
+expect_fail "new data offset before the image" "member[0-4].img: .*data_offset 2048 \\(new offset -4096\\) overlaps the superblock" \
+	"$RAIDIMG" cat "${m[@]}"
+fresh shrink; sb_set 112 4 -1 "${m[@]}"
+expect_fail "a shrinking reshape" "reshape to fewer members \(6 -> 5\).*not supported" "$RAIDIMG" cat "${m[@]}"
+fresh level; sb_set 100 4 6 "${m[@]}"
+expect_fail "a reshape that changes the level" "reshape from RAID5 to RAID6.*not supported" "$RAIDIMG" examine "${m[@]}"
+fresh delta; sb_set 112 4 9 "${m[@]}"
+expect_fail "a reshape from -4 members" "member[0-4].img: .*reshape from -4 devices \(delta 9\) is impossible" "$RAIDIMG" cat "${m[@]}"
 finish

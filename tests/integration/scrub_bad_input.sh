@@ -3,14 +3,6 @@
 # 2, nothing written.
 . "$(dirname "$0")/lib.sh"
 
-expect_fail() { # DESCRIPTION PATTERN COMMAND...
-	local d=$1 pat=$2 rc; shift 2
-	"$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
-	if [ $rc -ne 2 ]; then fail "$d: exit status $rc, want 2 ($(head -c 300 "$TMP/err"))"; return; fi
-	if ! grep -Eq -- "$pat" "$TMP/err"; then fail "$d: message '$(cat "$TMP/err")' lacks /$pat/"; return; fi
-	pass "$d: $(head -n1 "$TMP/err")"
-}
-
 a=$(fixture_dir r5-ls-4x8M-64K-md12)       # an array of 3 x 7 MiB
 b=$(fixture_dir r6-ls-6x6M-64K-md12)
 A=("$a"/member*.img)
