@@ -1001,8 +1001,10 @@ static void observe_chunk(const struct array *a, const struct piece *pc, const s
 	bool used[LAYOUT_MAX_DISKS];
 	enum array_source how = ARRAY_SRC_UNREADABLE;
 
-	for (int i = 0; i < a->geom.raid_disks; i++)
-		used[i] = block_ok(pm, i, row, blk);
+	/* all entries: the geometry before a reshape has fewer members than
+	 * the array the observer knows (the new ones are not used there) */
+	for (int i = 0; i < LAYOUT_MAX_DISKS; i++)
+		used[i] = i < a->geom.raid_disks && block_ok(pm, i, row, blk);
 	if (served)
 		how = used[disk] ? ARRAY_SRC_MEMBER : ARRAY_SRC_REBUILT;
 	pc->obs->served(pc->obs->ctx, aoff, len, how, disk, used);
@@ -1257,6 +1259,29 @@ int array_read(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *
 static int read_geometry(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *bad_off,
 			 const struct array_observer *obs);
 
+/* A run read straight from the members.  The observer locates such runs
+ * in the array's geometry; in the one before a reshape it cannot, so there
+ * each chunk is told with the member it came from. */
+static void observe_direct(const struct array *a, const struct array_observer *obs, uint64_t off, uint64_t len)
+{
+	uint64_t cb = a->geom.chunk_bytes;
+
+	if (!a->stats_of) {
+		obs->served(obs->ctx, off, len, ARRAY_SRC_MEMBERS, -1, NULL);
+		return;
+	}
+	for (uint64_t end = off + len; off < end;) {
+		struct layout_pos pos;
+		uint64_t n = cb - off % cb;
+
+		if (n > end - off)
+			n = end - off;
+		layout_locate(&a->geom, off, &pos);
+		obs->served(obs->ctx, off, n, ARRAY_SRC_MEMBER, pos.disk, NULL);
+		off += n;
+	}
+}
+
 /* An array in the middle of a reshape: each side of the reshape position
  * in its own geometry, in array order. */
 static int read_reshaping(struct array *a, uint8_t *buf, size_t len, uint64_t off, uint64_t *bad_off,
@@ -1354,7 +1379,7 @@ static int read_geometry(struct array *a, void *vbuf, size_t len, uint64_t off, 
 				continue;
 			}
 			if (!ret && obs)
-				obs->served(obs->ctx, roff, rend - roff, ARRAY_SRC_MEMBERS, -1, NULL);
+				observe_direct(a, obs, roff, rend - roff);
 		} else {
 			ret = read_rebuild(a, buf + (roff - off), roff, rend, s, t, (uint32_t)window, &bad, obs);
 		}

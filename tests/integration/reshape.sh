@@ -79,6 +79,28 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 	done
 	check "$c: degraded: all $sets sets of members without $red of them read md's bytes" test $bad = 0
 
+	# provenance: each run read straight from a member names the member that
+	# holds it - checked against where each payload sector's own tag
+	# ("ORCL off=0x<array offset>") really is in the images
+	$T "$RAIDIMG" cat --provenance "$TMP/prov" "${imgs[@]}" >/dev/null 2>&1
+	for ((r = 0; r < ${#imgs[@]}; r++)); do
+		grep -ao 'ORCL off=0x[0-9a-f]\{12\}' "$d/member$r.img" | while read -r _ hex; do
+			echo "$((16#${hex#off=0x})):$r"
+		done
+	done | sort -u >"$TMP/tags"
+	jq -r 'select(.source == "member") | "\(.offset) \(.length) \(.role)"' "$TMP/prov" >"$TMP/recs"
+	# the sectors of the array that carry their own tag (random chunks carry none)
+	grep -abo 'ORCL off=0x[0-9a-f]\{12\}' "$TMP/whole" | while IFS=: read -r at tag; do
+		[ "$((16#${tag#ORCL off=0x}))" = "$at" ] && echo "$at"
+	done >"$TMP/tagged"
+	bad=$(awk 'FILENAME == ARGV[1] { have[$1] = 1; next }
+		FILENAME == ARGV[2] { tagged[$1] = 1; next }
+		{ for (o = $1 - $1 % 512; o < $1 + $2; o += 512)
+			if (o in tagged) { seen++; if (!((o ":" $3) in have)) { print; next } }
+		} END { if (!seen) print "no tagged sector at all" }' "$TMP/tags" "$TMP/tagged" "$TMP/recs" | wc -l)
+	check "$c: provenance: every direct run ($(wc -l <"$TMP/recs")) names the member holding it ($bad wrong)" \
+		test "$bad" = 0 -a "$(wc -l <"$TMP/recs")" -gt 10
+
 	# export, zstd members
 	rm -f "$TMP/exp.img"
 	$T "$RAIDIMG" export "${imgs[@]}" -o "$TMP/exp.img" >/dev/null 2>&1
