@@ -9,7 +9,7 @@
  * the bytes.
  * Properties: no crash, no huge allocation (run with -malloc_limit_mb),
  * assembly refuses or gives a geometry that layout_check accepts and sizes
- * that fit the images' claims; array_read of the start, middle and end
+ * that fit the images' claims (both geometries of a reshape); array_read of the start, middle and end
  * returns 0 or -EIO with the first bad offset inside the request.
  */
 
@@ -60,17 +60,42 @@ static void check_read(struct array *a, uint64_t off, uint64_t len)
 	free(buf);
 }
 
-static void check_array(struct array *a)
+/* One geometry: sound, and sizes that agree.  array_bytes_ok: the size
+ * the array serves (less than the geometry holds during a reshape). */
+static void check_geometry(const struct array *a, uint64_t array_bytes)
 {
 	if (layout_check(&a->geom, NULL))
 		fuzz_fail("assembled a geometry layout_check refuses");
 	if (a->member_bytes == 0 || a->member_bytes % a->geom.chunk_bytes ||
-	    a->array_bytes != a->member_bytes * (uint64_t)a->k || a->array_bytes / (uint64_t)a->k != a->member_bytes)
+	    array_bytes != a->member_bytes * (uint64_t)a->k || array_bytes / (uint64_t)a->k != a->member_bytes)
 		fuzz_fail("inconsistent sizes: member %llu array %llu k %d", (unsigned long long)a->member_bytes,
-			  (unsigned long long)a->array_bytes, a->k);
+			  (unsigned long long)array_bytes, a->k);
 	if (a->nmissing > a->redundancy)
 		fuzz_fail("assembled with %d members missing", a->nmissing);
+}
+
+static void check_array(struct array *a)
+{
+	if (a->prev) {
+		/* a reshape: both geometries sound, the array no larger than
+		 * either, the position inside it, the old one over no more members */
+		uint64_t whole = a->member_bytes * (uint64_t)a->k;
+
+		check_geometry(a, whole);
+		check_geometry(a->prev, a->prev->array_bytes);
+		if (a->array_bytes > whole || a->array_bytes > a->prev->array_bytes ||
+		    (a->array_bytes != whole && a->array_bytes != a->prev->array_bytes) ||
+		    a->reshape_bytes > a->array_bytes || a->prev->geom.raid_disks > a->geom.raid_disks ||
+		    a->prev->prev || a->prev->stats_of != a)
+			fuzz_fail("inconsistent reshape: array %llu, new %llu, old %llu, position %llu",
+				  (unsigned long long)a->array_bytes, (unsigned long long)whole,
+				  (unsigned long long)a->prev->array_bytes, (unsigned long long)a->reshape_bytes);
+	} else {
+		check_geometry(a, a->array_bytes);
+	}
 	check_read(a, 0, READ_MAX);
+	if (a->prev && a->reshape_bytes > 100)
+		check_read(a, a->reshape_bytes - 100, 200);     /* across the position */
 	check_read(a, a->array_bytes / 2 - a->array_bytes / 2 % 512, 12345);
 	if (a->array_bytes > 4096)
 		check_read(a, a->array_bytes - 4096, 4096);
