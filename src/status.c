@@ -46,6 +46,11 @@ static void put_array(FILE *f, const struct array *a)
 	} else {
 		fputs(",\"metadata\":null", f);
 	}
+	if (a->prev)
+		fprintf(f, ",\"reshape\":{\"position_bytes\":%" PRIu64 ",\"backwards\":%s,\"previous_raid_disks\":%d"
+			",\"previous_layout\":%d,\"previous_chunk_bytes\":%u}",
+			a->reshape_bytes, a->reshape_backwards ? "true" : "false", a->prev->geom.raid_disks,
+			a->prev->geom.layout, a->prev->geom.chunk_bytes);
 	fputc('}', f);
 }
 
