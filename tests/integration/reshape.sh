@@ -55,6 +55,8 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 	$T "$RAIDIMG" cat --stats "${imgs[@]}" >"$TMP/whole" 2>"$TMP/cat.err"
 	check "$c: cat: md's sha256" test "$(sha "$TMP/whole")" = "$want"
 	check "$c: cat says the array is mid-reshape" grep -q "middle of a reshape" "$TMP/cat.err"
+	check "$c: cat reads it through array_read (two geometries), not zero-copy" \
+		test "$(grep '^{' "$TMP/cat.err" | jq -r .method)" = pipeline
 	check "$c: cat --no-zero-copy: md's sha256" test "$(catsha --no-zero-copy "${imgs[@]}")" = "$want"
 
 	# slices across the reshape position and at the ends
