@@ -278,8 +278,22 @@ static bool same_geometry(const struct member_meta *x, const struct member_meta 
 
 /* The geometry before a (growing) reshape, over the members a already
  * holds: a->prev.  who: the freshest image, for messages. */
-static int assemble_reshape_prev(struct array *a, const struct member_meta *fresh, bool force,
-				 const char *who, char *err, size_t errlen)
+/* A member that leaves in a shrinking reshape (role >= the new count):
+ * the freshest image claiming the role, NULL if none.  Its source moves to
+ * the caller. */
+static struct candidate *leaving_member(struct candidate *c, int nc, const struct member_meta *fresh, int role)
+{
+	struct candidate *best = NULL;
+
+	for (int i = 0; i < nc; i++)
+		if (c[i].src && c[i].has_meta && c[i].meta.role == role && same_geometry(&c[i].meta, fresh) &&
+		    (!best || c[i].meta.events > best->meta.events))
+			best = &c[i];
+	return best;
+}
+
+static int assemble_reshape_prev(struct array *a, const struct member_meta *fresh, struct candidate *c, int nc,
+				 bool force, const char *who, char *err, size_t errlen)
 {
 	int old_n = fresh->raid_disks - fresh->delta_disks;
 	uint64_t pos = fresh->reshape_position, stripe_sectors;
@@ -288,7 +302,7 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 	struct array *p;
 	int ret;
 
-	if (old_n < 1 || old_n > a->geom.raid_disks) {
+	if (old_n < 1 || old_n > LAYOUT_MAX_DISKS) {
 		fmt_err(err, errlen, "%s: reshape from %d members (delta %d) is impossible", who, old_n,
 			fresh->delta_disks);
 		return -EINVAL;
@@ -314,6 +328,33 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 		return ret;
 	for (int r = 0; r < old_n; r++) {
 		struct array_member *m = &p->members[r];
+
+		if (r >= a->geom.raid_disks) {
+			/* leaving the array (shrinking): prev owns its source */
+			struct candidate *l = leaving_member(c, nc, fresh, r);
+			bool stale = l && l->meta.events + 1 < fresh->events && !force;
+
+			m->role = r;
+			if (!l || stale) {
+				m->state = l ? MEMBER_STALE : MEMBER_MISSING;
+				snprintf(m->note, sizeof(m->note), "%s", l ? "stale: left out" : "no image for this role");
+				continue;
+			}
+			m->path = strdup(l->path);
+			if (!m->path)
+				return -ENOMEM;
+			m->src = l->src;
+			l->src = NULL;
+			l->used = true;
+			m->state = MEMBER_OK;
+			m->note[0] = '\0';
+			m->has_meta = true;
+			m->meta = l->meta;
+			m->image_bytes = m->src->size;
+			m->data_offset = l->meta.data_offset * 512;
+			m->readable_bytes = UINT64_MAX;
+			continue;
+		}
 		const struct array_member *n = &a->members[r];
 
 		*m = (struct array_member){ .role = r, .state = n->state, .src = n->src, .path = n->path,
@@ -405,12 +446,6 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 			fresh->level, fresh->new_level);
 		return -ENOTSUP;
 	}
-	if (fresh->reshape_active && fresh->delta_disks < 0) {
-		fmt_err(err, errlen, "%s: the array is in the middle of a reshape to fewer members (%d -> %d); "
-			"reading a shrinking reshape is not supported", c[ifresh].path,
-			fresh->raid_disks - fresh->delta_disks, fresh->raid_disks);
-		return -ENOTSUP;
-	}
 	if (fresh->level != 4 && fresh->level != 5 && fresh->level != 6) {
 		fmt_err(err, errlen, "%s: RAID level %d is not supported (raidimg reads RAID4, RAID5 and RAID6)",
 			c[ifresh].path, fresh->level);
@@ -454,6 +489,9 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 			add_extra(a, c[i].path, "%s (not an active member)", role_desc(role, rb, sizeof(rb)));
 			continue;
 		}
+		if (role >= fresh->raid_disks && fresh->reshape_active && fresh->delta_disks < 0 &&
+		    role < fresh->raid_disks - fresh->delta_disks && same_geometry(mm, fresh))
+			continue;       /* leaving in a shrinking reshape: only the old geometry has it */
 		if (role >= fresh->raid_disks) {
 			add_extra(a, c[i].path, "claims role %d but the array has %d members", role,
 				  fresh->raid_disks);
@@ -545,7 +583,7 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 			 "beyond there may be stale, so chunks rebuilt from it may be wrong", a->resync_offset);
 	ret = finish_geometry(a, o->force, c[ifresh].path, err, errlen);
 	if (!ret && fresh->reshape_active)
-		ret = assemble_reshape_prev(a, fresh, o->force, c[ifresh].path, err, errlen);
+		ret = assemble_reshape_prev(a, fresh, c, nc, o->force, c[ifresh].path, err, errlen);
 	return ret;
 }
 
@@ -617,7 +655,9 @@ void array_free(struct array *a)
 	if (!a)
 		return;
 	array_free(a->prev);
-	for (int r = 0; a->members && !a->stats_of && r < a->geom.raid_disks; r++) {
+	/* the geometry before a reshape shares the members both have (and owns
+	 * only those that leave in a shrinking reshape) */
+	for (int r = a->stats_of ? a->stats_of->geom.raid_disks : 0; a->members && r < a->geom.raid_disks; r++) {
 		source_close(a->members[r].src);
 		free(a->members[r].path);
 	}

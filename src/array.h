@@ -84,8 +84,10 @@ struct array {
 	 * new way, the rest the old way (the other way round when
 	 * reshape_backwards).  array_bytes is the smaller of the two sizes, as
 	 * md serves until the reshape ends.  prev shares the member sources and
-	 * paths (it owns neither) and counts its reads into this array's
-	 * counters (stats_of).  NULL when no reshape is in progress. */
+	 * paths of the roles both have (it owns only those of members leaving
+	 * in a shrinking reshape, roles >= this raid_disks) and counts reads
+	 * into this array's counters (stats_of).  NULL when no reshape is in
+	 * progress. */
 	struct array *prev;
 	uint64_t reshape_bytes;
 	bool reshape_backwards;

@@ -180,6 +180,12 @@ static void print_array_text(const struct array *a)
 		       a->reshape_backwards ? 0 : x, a->reshape_backwards ? x : a->array_bytes, p->geom.raid_disks,
 		       p->k, layout_name(p->geom.level, p->geom.layout), p->geom.layout, p->geom.chunk_bytes,
 		       old_offset);
+		for (int r = a->geom.raid_disks; r < p->geom.raid_disks; r++) {
+			const struct array_member *m = &p->members[r];
+			printf("    role %-3d     : %-10s %s%s%s%s (leaving: in the old geometry only)\n", r,
+			       state_name(m->state), m->path ? m->path : "-", m->note[0] ? " (" : "", m->note,
+			       m->note[0] ? ")" : "");
+		}
 	}
 	if (a->warnings[0])
 		printf("  warnings       :\n    %.*s\n", (int)strlen(a->warnings) - 1, a->warnings);
@@ -246,6 +252,16 @@ static void print_array_json(FILE *f, const struct array *a)
 			o->array_bytes);
 		for (int r = 0; r < o->geom.raid_disks; r++)
 			fprintf(f, "%s%" PRIu64, r ? "," : "", o->members[r].data_offset);
+		fprintf(f, "],\"leaving\":[");
+		for (int r = a->geom.raid_disks; r < o->geom.raid_disks; r++) {
+			fprintf(f, "%s{\"role\":%d,\"state\":\"%s\",\"path\":", r > a->geom.raid_disks ? "," : "", r,
+				state_name(o->members[r].state));
+			if (o->members[r].path)
+				json_str(f, o->members[r].path);
+			else
+				fputs("null", f);
+			fputc('}', f);
+		}
 		fprintf(f, "]}}");
 	}
 	fprintf(f, ",\"warnings\":[");

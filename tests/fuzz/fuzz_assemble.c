@@ -78,15 +78,14 @@ static void check_array(struct array *a)
 {
 	if (a->prev) {
 		/* a reshape: both geometries sound, the array no larger than
-		 * either, the position inside it, the old one over no more members */
+		 * either, the position inside it */
 		uint64_t whole = a->member_bytes * (uint64_t)a->k;
 
 		check_geometry(a, whole);
 		check_geometry(a->prev, a->prev->array_bytes);
 		if (a->array_bytes > whole || a->array_bytes > a->prev->array_bytes ||
 		    (a->array_bytes != whole && a->array_bytes != a->prev->array_bytes) ||
-		    a->reshape_bytes > a->array_bytes || a->prev->geom.raid_disks > a->geom.raid_disks ||
-		    a->prev->prev || a->prev->stats_of != a)
+		    a->reshape_bytes > a->array_bytes || a->prev->prev || a->prev->stats_of != a)
 			fuzz_fail("inconsistent reshape: array %llu, new %llu, old %llu, position %llu",
 				  (unsigned long long)a->array_bytes, (unsigned long long)whole,
 				  (unsigned long long)a->prev->array_bytes, (unsigned long long)a->reshape_bytes);
