@@ -245,7 +245,7 @@ int cmd_cat(int argc, char **argv)
 		if (sr == -EIO)
 			msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
 			    "there to rebuild it from parity", bad);
-		else if (sr && sr != -EOPNOTSUPP)
+		else if (sr && sr != -EOPNOTSUPP && sr != -ECANCELED)
 			msg("%s: write failed: %s", o.name, strerror(-sr));
 		if (sr != -EOPNOTSUPP)
 			ret = sr ? EXIT_ERR : EXIT_OK;

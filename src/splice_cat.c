@@ -23,6 +23,7 @@
  * in flight at once, however small the chunks are.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +182,9 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 		}
 		/* EIO, a short image (n == 0), ...: keep the whole blocks read
 		 * before it, let array_read rebuild (or name) the rest */
-		uint64_t keep = got / BLOCK * BLOCK;
+		uint64_t cb = r->a->geom.chunk_bytes, blk = cb < BLOCK ? cb : BLOCK;
+		uint64_t chunk0 = aoff - aoff % cb;     /* blocks count from the chunk's start */
+		uint64_t keep = chunk0 + (got - chunk0) / blk * blk;
 		if (keep < rel)
 			keep = rel;
 		ret = pipe_release(r, (size_t)(keep - rel));
@@ -335,8 +338,9 @@ static int seg_send(void *ctx, int slot, const uint8_t *buf, size_t len, uint64_
 
 	(void)slot;
 	if (ret && ret != -EIO) {
+		msg("array offset %" PRIu64 ": cannot be read: %s", off, strerror(-ret));
 		*r->bad_off = off;
-		return ret;
+		return -ECANCELED;      /* said here */
 	}
 	return walk_pieces(r, off, off + len, true, send_piece, &sg);
 }
@@ -403,10 +407,16 @@ int splice_cat(struct array *a, int out_fd, uint64_t off, uint64_t len, int nthr
 	if (!all_members_plain(a) || a->prev)   /* a reshape: two geometries, array_read knows them */
 		return -EOPNOTSUPP;
 	ret = run_init(&r);
-	if (!ret)
-		ret = pipeline_run(&pl);
-	if (!ret)       /* array_read counted the bytes it served */
-		atomic_fetch_add(&a->bytes_served, *written - r.st->copied_bytes);
+	if (ret) {
+		/* no pipe or memory for it: nothing written, the pipeline may do */
+		run_free(&r);
+		return -EOPNOTSUPP;
+	}
+	ret = pipeline_run(&pl);
+	if (ret == -ENOMEM || ret == -EAGAIN)
+		ret = -ECANCELED;       /* pipeline_run said why */
+	/* array_read counted the bytes it served; the rest were spliced */
+	atomic_fetch_add(&a->bytes_served, *written - r.st->copied_bytes);
 	run_free(&r);
 	return ret;
 }

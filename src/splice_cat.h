@@ -20,8 +20,9 @@ struct splice_cat_stats {
  * (1..64) and written with write(2), as is the rest of a piece whose member
  * read fails (cut back to whole 4 KiB blocks; array_read rebuilds it).
  * Returns 0; -EOPNOTSUPP before writing anything when a member is not a
- * plain file (zstd, fault injection) or the array is mid-reshape: use the
- * pipeline; -EIO when a range
+ * plain file (zstd, fault injection), the array is mid-reshape or no pipe
+ * can be had: use the pipeline; -ECANCELED when it stopped and already said
+ * why on stderr (a read error other than EIO, no memory or threads); -EIO when a range
  * cannot be rebuilt (*bad_off = its first array offset; every byte before it
  * has been written); another -errno when writing out_fd fails.
  * *written counts the bytes written in every case; st (may be NULL) gets

@@ -66,6 +66,21 @@ $T "$RAIDIMG" cat "$d"/member*.img 2>"$TMP/pipe.err" | head -c 100000 >/dev/null
 rc=${PIPESTATUS[0]}
 check "the reader closes the pipe early: cat stops (rc $rc, not a timeout)" test "$rc" != 124 -a "$rc" != 0
 
+# too few file descriptors for the pipe: the copying pipeline takes over
+# (or, with fewer still, a clear refusal to open a member) - never wrong bytes
+fell_back=0 bad=0
+for n in 5 6 7 8 9 10 11 12; do
+	(ulimit -n $n; exec $T "$RAIDIMG" cat --stats "$d"/member*.img) 2>"$TMP/fd.err" | sha256sum | cut -d' ' -f1 >"$TMP/fd.sha"
+	if grep -q "Too many open files" "$TMP/fd.err"; then
+		continue
+	elif [ "$(cat "$TMP/fd.sha")" != "$(mf $c .expected_sha256)" ]; then
+		bad=1; echo "  ulimit -n $n: wrong bytes: $(head -c 300 "$TMP/fd.err")"
+	elif [ "$(grep '^{' "$TMP/fd.err" | jq -r .method)" = pipeline ]; then
+		fell_back=1
+	fi
+done
+check "no pipe to be had (ulimit -n): the pipeline serves the right bytes" test $bad = 0 -a $fell_back = 1
+
 # --hash/--record/--provenance/--overlay see every byte: the pipeline
 $T "$RAIDIMG" cat --stats --hash "$d"/member*.img >/dev/null 2>"$TMP/h.err"
 check "--hash uses the pipeline" test "$(grep '^{' "$TMP/h.err" | jq -r .method)" = pipeline
