@@ -397,6 +397,19 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 	/* like the kernel (super_1_validate): backwards when shrinking, or with
 	 * the flag when the member count stays */
 	a->reshape_backwards = fresh->delta_disks < 0 || (fresh->delta_disks == 0 && (fresh->feature_map & 32));
+	/* 0.90 metadata cannot say how far a member added for a growing
+	 * reshape is in sync: md (raid5_run) takes it as in sync up to the
+	 * reshape position, i.e. over the part read in the new geometry */
+	for (int r = 0; !a->reshape_backwards && r < a->geom.raid_disks; r++) {
+		struct array_member *m = &a->members[r];
+
+		if (m->state == MEMBER_REBUILDING && m->has_meta && !strcmp(m->meta.format, "0.90") &&
+		    m->readable_bytes < a->reshape_bytes / (uint64_t)a->k) {
+			m->readable_bytes = a->reshape_bytes / (uint64_t)a->k;
+			snprintf(m->note, sizeof(m->note), "added by the reshape: in sync up to its position "
+				 "(%" PRIu64 " bytes)", m->readable_bytes);
+		}
+	}
 	if (p->array_bytes < a->array_bytes)
 		a->array_bytes = p->array_bytes;
 	if (a->reshape_bytes > a->array_bytes)
