@@ -293,10 +293,11 @@ static struct candidate *leaving_member(struct candidate *c, int nc, const struc
 }
 
 static int assemble_reshape_prev(struct array *a, const struct member_meta *fresh, struct candidate *c, int nc,
-				 bool force, const char *who, char *err, size_t errlen)
+				 const struct assemble_opts *o, const char *who, char *err, size_t errlen)
 {
 	int old_n = fresh->raid_disks - fresh->delta_disks;
-	uint64_t pos = fresh->reshape_position, stripe_sectors;
+	bool force = o->force;
+	uint64_t pos = o->have_reshape_bytes ? o->reshape_bytes / 512 : fresh->reshape_position, stripe_sectors;
 	uint32_t big_chunk = fresh->chunk_bytes > fresh->new_chunk_bytes ? fresh->chunk_bytes
 									 : fresh->new_chunk_bytes;
 	struct array *p;
@@ -385,8 +386,9 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 	/* md refuses a position off a stripe of the larger chunk */
 	stripe_sectors = (uint64_t)big_chunk / 512 * (uint64_t)a->k;
 	if (pos != 0 && (stripe_sectors == 0 || pos % stripe_sectors)) {
-		fmt_err(err, errlen, "%s: reshape position %" PRIu64 " sectors is not on a stripe boundary of "
-			"the new geometry", who, pos);
+		fmt_err(err, errlen, "%s%s: reshape position %" PRIu64 " sectors is not on a stripe boundary of "
+			"the new geometry (%" PRIu64 " sectors)", o->have_reshape_bytes ? "--reshape-position, " : "",
+			who, pos, stripe_sectors);
 		return -EINVAL;
 	}
 	if (pos > UINT64_MAX / 512) {
@@ -414,6 +416,9 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 		a->array_bytes = p->array_bytes;
 	if (a->reshape_bytes > a->array_bytes)
 		a->reshape_bytes = a->array_bytes;
+	if (o->have_reshape_bytes)
+		warn_add(a, "reshape position %" PRIu64 " bytes given with --reshape-position, not the "
+			 "superblocks' %" PRIu64, a->reshape_bytes, fresh->reshape_position * 512);
 	warn_add(a, "the array is in the middle of a reshape (%d -> %d members, %" PRIu64 " of %" PRIu64
 		 " bytes done%s): each part is read in its own geometry", old_n, a->geom.raid_disks,
 		 a->reshape_backwards ? a->array_bytes - a->reshape_bytes : a->reshape_bytes, a->array_bytes,
@@ -596,7 +601,12 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 			 "beyond there may be stale, so chunks rebuilt from it may be wrong", a->resync_offset);
 	ret = finish_geometry(a, o->force, c[ifresh].path, err, errlen);
 	if (!ret && fresh->reshape_active)
-		ret = assemble_reshape_prev(a, fresh, c, nc, o->force, c[ifresh].path, err, errlen);
+		ret = assemble_reshape_prev(a, fresh, c, nc, o, c[ifresh].path, err, errlen);
+	else if (!ret && o->have_reshape_bytes) {
+		fmt_err(err, errlen, "--reshape-position: %s: the array is not in the middle of a reshape",
+			c[ifresh].path);
+		ret = -EINVAL;
+	}
 	return ret;
 }
 

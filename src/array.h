@@ -96,6 +96,10 @@ struct array {
 
 struct assemble_opts {
 	bool force;                  /* use stale / faulty-marked members, loudly */
+	/* an array mid-reshape: read it as if md had recorded this position
+	 * (array bytes) instead of the superblocks' one */
+	bool have_reshape_bytes;
+	uint64_t reshape_bytes;
 	int open_flags;              /* SOURCE_READ normally */
 	/* manual geometry (images without metadata): used when manual is true */
 	bool manual;

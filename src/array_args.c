@@ -63,6 +63,14 @@ int array_args_opt(struct array_args *aa, int opt, const char *arg)
 	case 0x1007:
 		aa->ao.force = true;
 		return 1;
+	case 0x1008:
+		if (parse_size(arg, &sz) || sz % 512) {
+			msg("--reshape-position %s: give array bytes (a multiple of 512) or sectors (e.g. 15360s)", arg);
+			return -1;
+		}
+		aa->ao.reshape_bytes = sz;
+		aa->ao.have_reshape_bytes = true;
+		return 1;
 	}
 	return 0;
 }

@@ -30,11 +30,14 @@ struct array_args {
 	{ "order", required_argument, NULL, 0x1004 }, \
 	{ "data-offset", required_argument, NULL, 0x1005 }, \
 	{ "member-size", required_argument, NULL, 0x1006 }, \
-	{ "force", no_argument, NULL, 0x1007 }
+	{ "force", no_argument, NULL, 0x1007 }, \
+	{ "reshape-position", required_argument, NULL, 0x1008 }
 
 #define ARRAY_OPTIONS_HELP \
 "Array options (all commands that read an array):\n" \
 "  --force              use stale or faulty-marked members (said loudly)\n" \
+"  --reshape-position SIZE  an array caught mid-reshape: read it as if md had\n" \
+"                       recorded this position (array bytes, or sectors with s)\n" \
 "  Manual geometry, for images without md metadata (--level turns it on):\n" \
 "  --level 4|5|6        RAID level\n" \
 "  --layout NAME|NUM    md layout (default left-symmetric), e.g. la, ra, ls, rs,\n" \
