@@ -278,6 +278,15 @@ static bool same_geometry(const struct member_meta *x, const struct member_meta 
 
 /* The geometry before a (growing) reshape, over the members a already
  * holds: a->prev.  who: the freshest image, for messages. */
+/* Bytes of a member's data area its superblock vouches for: all, or up to
+ * its recovery offset while it is being rebuilt. */
+static uint64_t meta_readable_bytes(const struct member_meta *mm)
+{
+	if ((mm->feature_map & 2) && mm->recovery_offset != UINT64_MAX)
+		return mm->recovery_offset * 512;
+	return UINT64_MAX;
+}
+
 /* A member that leaves in a shrinking reshape (role >= the new count):
  * the freshest image claiming the role, NULL if none.  Its source moves to
  * the caller. */
@@ -366,9 +375,7 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 			continue;
 		/* the old layout starts at the data offset itself */
 		m->data_offset = n->meta.data_offset * 512;
-		m->readable_bytes = UINT64_MAX;
-		if ((n->meta.feature_map & 2) && n->meta.recovery_offset != UINT64_MAX)
-			m->readable_bytes = n->meta.recovery_offset * 512;
+		m->readable_bytes = meta_readable_bytes(&n->meta);
 	}
 	ret = finish_geometry(p, force, who, err, errlen);
 	if (ret)
@@ -554,10 +561,8 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 		}
 		/* new_offset is 0 unless a reshape moves the data */
 		m->data_offset = (uint64_t)((int64_t)mm->data_offset + mm->new_offset) * 512;
-		m->readable_bytes = UINT64_MAX;
+		m->readable_bytes = meta_readable_bytes(mm);
 		m->note[0] = '\0';
-		if ((mm->feature_map & 2) && mm->recovery_offset != UINT64_MAX)
-			m->readable_bytes = mm->recovery_offset * 512;
 
 		/* The freshest member's view only condemns a member it records as
 		 * faulty: a member that claims a role with a current event count

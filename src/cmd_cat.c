@@ -56,11 +56,8 @@ static int cat_consume(void *ctx, int slot, const uint8_t *buf, size_t len, uint
 	o->written += n;
 	if (custody_segment(o->cr, slot, buf, n, ret))
 		return -EIO;
-	if (ret == -EIO)
-		msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
-		    "there to rebuild it from parity", bad_off);
-	else if (ret)
-		msg("reading the array at offset %" PRIu64 ": %s", off, strerror(-ret));
+	if (ret)
+		pipeline_read_error(ret, off, bad_off);
 	return ret ? -EIO : 0;
 }
 
@@ -243,8 +240,7 @@ int cmd_cat(int argc, char **argv)
 
 		used_zc = sr != -EOPNOTSUPP;
 		if (sr == -EIO)
-			msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
-			    "there to rebuild it from parity", bad);
+			pipeline_read_error(sr, offset, bad);
 		else if (sr && sr != -EOPNOTSUPP && sr != -ECANCELED)
 			msg("%s: write failed: %s", o.name, strerror(-sr));
 		if (sr != -EOPNOTSUPP)

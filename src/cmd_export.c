@@ -75,11 +75,7 @@ static int export_consume(void *ctx, int slot, const uint8_t *buf, size_t len, u
 		size_t n = ret == -EIO && bad_off > off && bad_off - off <= len ? (size_t)(bad_off - off) : 0;
 
 		custody_segment(o->cr, slot, buf, n, ret);
-		if (ret == -EIO)
-			msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
-			    "there to rebuild it from parity", bad_off);
-		else
-			msg("reading the array at offset %" PRIu64 ": %s", off, strerror(-ret));
+		pipeline_read_error(ret, off, bad_off);
 		return -EIO;
 	}
 	if (sink_write(o->sink, buf, len))

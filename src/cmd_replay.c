@@ -115,11 +115,7 @@ static int replay_consume(void *ctx, int slot, const uint8_t *buf, size_t len, u
 	struct replay_out *o = ctx;
 
 	if (ret) {
-		if (ret == -EIO)
-			msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
-			    "there to rebuild it from parity", bad_off);
-		else
-			msg("reading the array at offset %" PRIu64 ": %s", off, strerror(-ret));
+		pipeline_read_error(ret, off, bad_off);
 		return -EIO;
 	}
 	sha256_update(o->h, buf, len);

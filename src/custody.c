@@ -1069,11 +1069,7 @@ static int hash_consume(void *ctx, int slot, const uint8_t *buf, size_t len, uin
 	struct custody_run *cr = ctx;
 
 	if (ret) {
-		if (ret == -EIO)
-			msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
-			    "there to rebuild it from parity", bad_off);
-		else
-			msg("reading the array at offset %" PRIu64 ": %s", off, strerror(-ret));
+		pipeline_read_error(ret, off, bad_off);
 		return -EIO;
 	}
 	return custody_segment(cr, slot, buf, len, 0) ? -EIO : 0;

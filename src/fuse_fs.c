@@ -298,18 +298,24 @@ static int gen_open(void *priv, int flags, uint64_t *fh)
 	return 0;
 }
 
+ssize_t fuse_fs_read_text(const char *text, size_t len, char *buf, size_t size, off_t off)
+{
+	if (off < 0)
+		return -EINVAL;
+	if ((uint64_t)off >= len)
+		return 0;
+	if (size > len - (size_t)off)
+		size = len - (size_t)off;
+	memcpy(buf, text + off, size);
+	return (ssize_t)size;
+}
+
 static ssize_t gen_read(void *priv, uint64_t fh, char *buf, size_t size, off_t off)
 {
 	struct gen_handle *h = (struct gen_handle *)(uintptr_t)fh;
 
-	if (off < 0)
-		return -EINVAL;
-	if ((uint64_t)off >= h->len)
-		return 0;
-	if (size > h->len - (size_t)off)
-		size = h->len - (size_t)off;
-	memcpy(buf, h->text + off, size);
-	return (ssize_t)size;
+	(void)priv;
+	return fuse_fs_read_text(h->text, h->len, buf, size, off);
 }
 
 static void gen_release(void *priv, uint64_t fh)

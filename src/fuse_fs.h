@@ -96,6 +96,9 @@ int fuse_fs_add_file(struct fuse_fs *fs, const char *name, mode_t perm,
 /* A file whose whole content is generated at each open (like `status`):
  * gen() returns 0 with *out malloc'ed (freed by fuse_fs) or -errno. */
 typedef int (*fuse_fs_gen_fn)(void *priv, char **out, size_t *len);
+/* read() of a file whose whole content is text[0..len): what read(2) at off
+ * returns (0 past the end).  For the read ops of generated files. */
+ssize_t fuse_fs_read_text(const char *text, size_t len, char *buf, size_t size, off_t off);
 int fuse_fs_add_generated(struct fuse_fs *fs, const char *name, fuse_fs_gen_fn gen, void *priv);
 
 void fuse_fs_set_workers(struct fuse_fs *fs, const struct fuse_fs_workers *w);

@@ -639,14 +639,7 @@ static ssize_t ctl_read(void *priv, uint64_t fh, char *buf, size_t size, off_t o
 	struct ctl_handle *h = (struct ctl_handle *)(uintptr_t)fh;
 
 	(void)priv;
-	if (off < 0)
-		return -EINVAL;
-	if ((uint64_t)off >= h->len)
-		return 0;
-	if (size > h->len - (size_t)off)
-		size = h->len - (size_t)off;
-	memcpy(buf, h->text + off, size);
-	return (ssize_t)size;
+	return fuse_fs_read_text(h->text, h->len, buf, size, off);
 }
 
 /* The word written: surrounding blanks (echo's newline) dropped; one word

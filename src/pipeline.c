@@ -1,5 +1,6 @@
 /* pipeline.c - see pipeline.h.  (Factored out of cmd_cat.c.) */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -188,4 +189,13 @@ out:
 	pthread_mutex_destroy(&r.lock);
 	pthread_cond_destroy(&r.cond);
 	return ret;
+}
+
+void pipeline_read_error(int ret, uint64_t off, uint64_t bad_off)
+{
+	if (ret == -EIO)
+		msg("array offset %" PRIu64 ": cannot be read: too many members missing or failing "
+		    "there to rebuild it from parity", bad_off);
+	else
+		msg("reading the array at offset %" PRIu64 ": %s", off, strerror(-ret));
 }

@@ -40,6 +40,10 @@ int pipeline_nslots(int nthreads);
 /* Bytes per segment for this array (whole stripes when they fit in 8 MiB). */
 uint64_t pipeline_segment_bytes(const struct array *a);
 
+/* Tell the user why reading the array at off failed: ret -EIO names the
+ * first offset that cannot be rebuilt (bad_off), another -errno its cause. */
+void pipeline_read_error(int ret, uint64_t off, uint64_t bad_off);
+
 /* Run it.  Returns 0 when every segment was consumed, what consume()
  * returned when it stopped the run, or -ENOMEM/-EAGAIN (message printed)
  * when the buffers or threads cannot be had. */

@@ -23,7 +23,6 @@
  * in flight at once, however small the chunks are.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,7 +337,7 @@ static int seg_send(void *ctx, int slot, const uint8_t *buf, size_t len, uint64_
 
 	(void)slot;
 	if (ret && ret != -EIO) {
-		msg("array offset %" PRIu64 ": cannot be read: %s", off, strerror(-ret));
+		pipeline_read_error(ret, off, bad_off);
 		*r->bad_off = off;
 		return -ECANCELED;      /* said here */
 	}

@@ -7,14 +7,12 @@
 . "$(dirname "$0")/lib.sh"
 T="timeout 120"
 
-method() { grep '^{' "$1" | jq -r .method; }
-
 for c in $(fixture_cases); do
 	mapfile -t imgs < <(members_shuffled "$c")
 	want=$(mf "$c" .expected_sha256)
 	$T "$RAIDIMG" cat --stats -o "$TMP/zc" "${imgs[@]}" 2>"$TMP/zc.err"
 	check "$c: zero-copy to a file: sha256" test "$(sha "$TMP/zc")" = "$want"
-	check "$c: ... and it went the zero-copy way" test "$(method "$TMP/zc.err")" = zero-copy
+	check "$c: ... and it went the zero-copy way" test "$(stats_method "$TMP/zc.err")" = zero-copy
 	got=$($T "$RAIDIMG" cat "${imgs[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1)
 	check "$c: zero-copy into a pipe: sha256" test "$got" = "$want"
 done
@@ -75,7 +73,7 @@ for n in 5 6 7 8 9 10 11 12; do
 		continue
 	elif [ "$(cat "$TMP/fd.sha")" != "$(mf $c .expected_sha256)" ]; then
 		bad=1; echo "  ulimit -n $n: wrong bytes: $(head -c 300 "$TMP/fd.err")"
-	elif [ "$(grep '^{' "$TMP/fd.err" | jq -r .method)" = pipeline ]; then
+	elif [ "$(stats_method "$TMP/fd.err")" = pipeline ]; then
 		fell_back=1
 	fi
 done
@@ -83,5 +81,5 @@ check "no pipe to be had (ulimit -n): the pipeline serves the right bytes" test 
 
 # --hash/--record/--provenance/--overlay see every byte: the pipeline
 $T "$RAIDIMG" cat --stats --hash "$d"/member*.img >/dev/null 2>"$TMP/h.err"
-check "--hash uses the pipeline" test "$(grep '^{' "$TMP/h.err" | jq -r .method)" = pipeline
+check "--hash uses the pipeline" test "$(stats_method "$TMP/h.err")" = pipeline
 finish

@@ -63,7 +63,7 @@ for how in zero-copy pipeline; do
 		>"$TMP/two.out" 2>"$TMP/two.err"; rc=$?
 	check "$how: two members bad in one stripe: exit 2" test $rc = 2
 	check "$how: the bytes went the $how way" \
-		test "$(grep '^{' "$TMP/two.err" | jq -r .method)" = $how
+		test "$(stats_method "$TMP/two.err")" = $how
 	check "$how: two members bad in one stripe: the offset named is the first bad 4K block of data 0 ($at)" \
 		grep -q "array offset $at: cannot be read" "$TMP/two.err"
 	check "$how: ... and exactly the bytes before it are written, right" \

@@ -36,25 +36,32 @@ fixture_cases() { ls "$FIXTURES" | grep -v '\.txt$'; }
 manifest() { echo "$FIXTURES/$1/manifest.json"; }
 mf() { jq -r "$2" "$(manifest "$1")"; }
 
-# fixture_dir CASE: a directory holding the case's raw member images,
-# decompressed once into the build tree's cache and made read-only.
+# fixture_dir CASE [ROOT]: a directory holding the case's raw member images,
+# decompressed once into the build tree's cache and made read-only.  ROOT:
+# the fixture set (default tests/fixtures/md).
 fixture_dir() {
-	local c=$1 d=$CACHE/$1 z
+	local c=$1 root=${2:-$FIXTURES} d z
+	d=$CACHE/$1
+	[ "$root" = "$FIXTURES" ] || d=$CACHE/$(basename "$root")-$1
 	if [ ! -f "$d/.done" ]; then
 		mkdir -p "$d"
 		(
 			flock 9
 			if [ ! -f "$d/.done" ]; then
-				for z in "$FIXTURES/$c"/member*.img.zst; do
+				for z in "$root/$c"/member*.img.zst; do
 					zstd -q -d -f "$z" -o "$d/$(basename "${z%.zst}")"
 					chmod 444 "$d/$(basename "${z%.zst}")"
 				done
 				touch "$d/.done"
 			fi
-		) 9>"$CACHE/.$c.lock"
+		) 9>"$CACHE/.$(basename "$d").lock"
 	fi
 	echo "$d"
 }
+
+# stats_method FILE: the "method" (zero-copy or pipeline) of the --stats
+# line raidimg cat wrote into FILE
+stats_method() { grep '^{' "$1" | jq -r .method; }
 
 # members CASE: the images of a case, in a shuffled (but fixed) order
 members_shuffled() {

@@ -11,18 +11,6 @@
 T="timeout 120"
 RFIX=$SRCDIR/tests/fixtures/reshape
 
-rcase_dir() { # the raw members of a reshape case, decompressed once into the cache
-	local c=$1 d=$CACHE/reshape-$1 z
-	if [ ! -f "$d/.done" ]; then
-		mkdir -p "$d"
-		for z in "$RFIX/$c"/member*.img.zst; do
-			zstd -q -d -f "$z" -o "$d/$(basename "${z%.zst}")"
-			chmod 444 "$d/$(basename "${z%.zst}")"
-		done
-		touch "$d/.done"
-	fi
-	echo "$d"
-}
 rmf() { jq -r "$2" "$RFIX/$1/manifest.json"; }
 # FUSE mountable here?  (require_fuse's skip is a "no"; its failures stay failures)
 ( require_fuse; exit 0 ) >"$TMP/fuse.out" 2>&1; fuse_rc=$?
@@ -31,7 +19,7 @@ fuse_usable() { [ $fuse_rc = 0 ]; }
 catsha() { $T "$RAIDIMG" cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
 
 for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
-	d=$(rcase_dir "$c")
+	d=$(fixture_dir "$c" "$RFIX")
 	want=$(rmf "$c" .expected_sha256)
 	pos=$(($(rmf "$c" .reshape.reshape_position_sectors) * 512))
 	size=$(rmf "$c" .array_bytes)
@@ -56,7 +44,7 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 	check "$c: cat: md's sha256" test "$(sha "$TMP/whole")" = "$want"
 	check "$c: cat says the array is mid-reshape" grep -q "middle of a reshape" "$TMP/cat.err"
 	check "$c: cat reads it through array_read (two geometries), not zero-copy" \
-		test "$(grep '^{' "$TMP/cat.err" | jq -r .method)" = pipeline
+		test "$(stats_method "$TMP/cat.err")" = pipeline
 	check "$c: cat --no-zero-copy: md's sha256" test "$(catsha --no-zero-copy "${imgs[@]}")" = "$want"
 
 	# slices across the reshape position and at the ends
@@ -138,7 +126,7 @@ done
 
 # damaged reshape fields (checksums fixed): a clear refusal each
 c=r5-grow4to5-64K-md12
-d=$(rcase_dir $c)
+d=$(fixture_dir $c "$RFIX")
 fresh() { # fresh NAME: writable copies of the case's members; sets m[]
 	rm -rf "${TMP:?}/$1"; mkdir -p "$TMP/$1"
 	cp "$d"/member*.img "$TMP/$1"/ && chmod 644 "$TMP/$1"/*.img
@@ -159,7 +147,7 @@ expect_fail "new data offset before the image" "member[0-4].img: .*data_offset 2
 # position.  With member 4's in-sync bit cleared the array still reads - also
 # without member 0, which needs member 4 below the position.
 c9=r5-grow4to5-64K-md090
-d9=$(rcase_dir $c9)
+d9=$(fixture_dir $c9 "$RFIX")
 rm -rf "$TMP/sync"; mkdir -p "$TMP/sync"; cp "$d9"/member*.img "$TMP/sync"/; chmod 644 "$TMP/sync"/*.img
 for f in "$TMP/sync"/member*.img; do
 	sz=$(stat -c %s "$f"); sb=$(((sz & ~65535) - 65536)); st=$((sb + 512 + 4 * 128 + 16))
@@ -184,7 +172,7 @@ check "0.91: ... also without member 0" \
 # agree (--reshape-position), it reads the payload, from every set of members.
 LFIX=$SRCDIR/tests/fixtures/reshape-lagging
 lc=r5to6-grow4to5-md12
-dl=$(RFIX=$LFIX rcase_dir $lc)
+dl=$(fixture_dir $lc "$LFIX")
 lmf() { jq -r "$2" "$LFIX/$1/manifest.json"; }
 $T "$RAIDIMG" examine --json "$dl"/member*.img >"$TMP/l.json" 2>/dev/null
 check "$lc: examine: RAID6, left-symmetric-6 (18) -> left-symmetric (2), 5 members both sides" \
