@@ -131,11 +131,11 @@ fuse_usable() {
 	pid=$!
 	if ! wait_until 10 is_mounted "$d"; then
 		kill "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
+		wait_pid "$pid" 5
 		return 1
 	fi
-	fusermount3 -u "$d" 2>/dev/null || umount "$d"
-	wait "$pid" 2>/dev/null
+	unmount_now "$d"
+	wait_pid "$pid" >/dev/null
 	return 0        # (whatever nullfs's exit status: under ASan it reports libfuse's leaks)
 }
 if ! "$RAIDIMG" mount --help >/dev/null 2>&1; then
@@ -159,8 +159,8 @@ else
 		check "mount: the image reads right" test "$($T sha256sum "$img" | cut -d' ' -f1)" = "$want"
 		check "mount: the image refuses writes" bash -c "! $T dd if=/dev/zero of='$img' bs=4096 count=1 conv=notrunc 2>/dev/null"
 		$T cat "$mnt/status" >/dev/null
-		fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"
-		wait "$mpid"; rc=$?
+		unmount_now "$mnt"
+		wait_pid "$mpid"; rc=$?
 		check "mount: ends cleanly when unmounted" test $rc = 0
 		if [ -n "$STRACE" ]; then
 			w=$(writes_to_members "$TMP/mount.strace")
@@ -186,8 +186,8 @@ else
 			img=$(find "$mnt" -maxdepth 1 -name '*.img' | head -n1)
 			$T dd if="$TMP/patch" of="$img" bs=1M seek=2 conv=notrunc status=none
 			check "overlay mount: a write reads back" cmp -s -i 0:2M -n 1M "$TMP/patch" "$img"
-			fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"
-			wait "$mpid"
+			unmount_now "$mnt"
+			wait_pid "$mpid"
 			if [ -n "$STRACE" ]; then
 				w=$(writes_to_members "$TMP/overlay.strace")
 				check "overlay mount: members opened read-only only${w:+: $w}" test -z "$w"

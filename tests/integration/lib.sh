@@ -71,6 +71,35 @@ members_shuffled() {
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
+# wait_until SECONDS COMMAND...: poll (every 50 ms) until COMMAND succeeds
+wait_until() {
+	local deadline=$(($(date +%s) + $1)); shift
+	until "$@"; do
+		[ "$(date +%s)" -ge "$deadline" ] && return 1
+		sleep 0.05
+	done
+}
+
+# pid_gone PID: no such process any more (a zombie waiting for its reaper counts as gone)
+pid_gone() {
+	[ ! -e "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]
+}
+
+
+# wait_pid PID [SECONDS]: wait at most SECONDS (default 30) for the child PID
+# to end and return its exit status; past the deadline it is killed (status
+# 124 and a note), so no wait in the tests is unbounded.
+wait_pid() {
+	local pid=$1 secs=${2:-30}
+	if ! wait_until "$secs" pid_gone "$pid"; then
+		echo "note: process $pid still running after $secs s: killed" >&2
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 124
+	fi
+	wait "$pid" 2>/dev/null
+}
+
 # expect_fail DESCRIPTION PATTERN COMMAND...: exit status 2 and stderr matching
 # PATTERN (an extended regex) within 60 s.  COMMAND is a program, not a function.
 expect_fail() {

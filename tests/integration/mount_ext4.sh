@@ -72,7 +72,7 @@ check_case() {
 	if [ "$(jq -r .array.degraded "$mnt/status")" = true ]; then
 		check "$n: status shows stripes rebuilt" test "$(jq .io.stripes_rebuilt "$mnt/status")" -gt 0
 	fi
-	$T fusermount3 -u "$mnt"
+	unmount_now "$mnt"
 	check "$n: unmounted" wait_until 10 not_mounted "$mnt"
 }
 

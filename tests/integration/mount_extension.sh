@@ -36,8 +36,8 @@ for how in fusermount3 SIGTERM; do
 	check "$how: the image is served as usual" test "$($T sha256sum "$mnt/demo.img" | cut -d' ' -f1)" = "$want"
 	check "$how: status is there" test "$(status_field "$mnt" .array.degraded)" = true
 	check "$how: status still refuses writes" not $T sh -c "echo x > '$mnt/status'" 2>/dev/null
-	if [ $how = fusermount3 ]; then fusermount3 -u "$mnt"; else kill -TERM "$pid"; fi
-	wait "$pid"; rc=$?
+	if [ $how = fusermount3 ]; then unmount_now "$mnt"; else kill -TERM "$pid"; fi
+	wait_pid "$pid"; rc=$?
 	check "$how: the demo ends with status 0 ($(tail -n1 "$TMP/demo.err"))" test $rc -eq 0
 	check "$how: the worker was stopped once, seeing the last word" \
 		test "$(grep -c '^worker stopped (control=repair)$' "$TMP/demo.err")" -eq 1

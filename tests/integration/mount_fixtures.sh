@@ -79,7 +79,7 @@ for c in $(fixture_cases); do
 	r=$($T "$READCHECK" --direct --random 150 --procs 4 --max-len 1100000 --seed $((seed++)) "$img" "$TMP/ref"); rc=$?
 	check "$c: 4 concurrent O_DIRECT readers, random places ($r)" test $rc -eq 0
 
-	$T fusermount3 -u "$mnt"
+	unmount_now "$mnt"
 	check "$c: fusermount3 -u: no mount left" wait_until 10 not_mounted "$mnt"
 	check "$c: fusermount3 -u: the serving process is gone" wait_until 10 pid_gone "$pid"
 	after=$(sha256sum "${imgs[@]}" | sort)

@@ -21,20 +21,6 @@ is_mounted() {
 	awk -v m="$1" '$2 == m && $3 ~ /^fuse/ { found = 1 } END { exit !found }' /proc/mounts
 }
 
-# wait_until SECONDS COMMAND...: poll (every 50 ms) until COMMAND succeeds
-wait_until() {
-	local deadline=$(($(date +%s) + $1)); shift
-	until "$@"; do
-		[ "$(date +%s)" -ge "$deadline" ] && return 1
-		sleep 0.05
-	done
-}
-
-# pid_gone PID: no such process any more (a zombie waiting for its reaper counts as gone)
-pid_gone() {
-	[ ! -e "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]
-}
-
 not_mounted() { ! is_mounted "$1"; }
 not() { ! "$@"; }
 
@@ -62,12 +48,32 @@ require_fuse() {
 	pid=$!
 	if ! wait_until 10 is_mounted "$d"; then
 		kill "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
+		wait_pid "$pid" 5
 		skip "FUSE is not usable here: a test mount failed: $(head -c 300 "$TMP/probe.err")"
 	fi
-	fusermount3 -u "$d" 2>/dev/null || umount "$d"
-	wait "$pid" 2>/dev/null
+	unmount_now "$d"
+	wait_pid "$pid" >/dev/null
+	return 0
 }
+
+# unmount_now MNT: unmount MNT (fusermount3 -u, else umount), retrying every
+# 0.1 s while the kernel says "target is busy" (seen right after a mount
+# appears); after 20 s a lazy unmount.  True once nothing is mounted there.
+unmount_now() {
+	local m=$1 deadline=$(($(date +%s) + 20))
+	while is_mounted "$m"; do
+		fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null
+		is_mounted "$m" || break
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			echo "note: $m still busy after 20 s: lazy unmount" >&2
+			fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+			break
+		fi
+		sleep 0.1
+	done
+	not_mounted "$m"
+}
+
 
 # image_name_of CASE: the file name raidimg mount gives the case's image
 image_name_of() {

@@ -68,7 +68,7 @@ if wait_until 20 is_mounted "$mnt" && wait_until 10 test -s "$TMP/fg.out"; then
 	check "-f: sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
 	rpid=$(status_field "$mnt" .mount.pid)
 	kill -INT "$rpid"
-	wait "$fpid"; rc=$?
+	wait_pid "$fpid"; rc=$?
 	check "-f: SIGINT ends the process with status 0 ($(cat "$TMP/fg.err"))" test $rc -eq 0
 	check "-f: SIGINT leaves no mount" not_mounted "$mnt"
 	check "-f: the process is gone" pid_gone "$rpid"
@@ -84,8 +84,8 @@ fpid=$!
 if wait_until 20 is_mounted "$mnt"; then
 	check "-f --threads 2: sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
 	check "-f --threads 2: status says so" test "$(status_field "$mnt" .mount.max_threads)" = 2
-	fusermount3 -u "$mnt"
-	wait "$fpid"; rc=$?
+	unmount_now "$mnt"
+	wait_pid "$fpid"; rc=$?
 	check "-f: fusermount3 -u ends the process with status 0 ($(cat "$TMP/fg.err"))" test $rc -eq 0
 	check "-f: no mount left" not_mounted "$mnt"
 else
@@ -105,7 +105,7 @@ check "file mountpoint: size is the array's" test "$(stat -c %s "$mp")" -eq "$si
 check "file mountpoint: sha256" test "$($T sha256sum "$mp" | cut -d' ' -f1)" = "$want"
 r=$($T "$READCHECK" --direct --random 100 --procs 4 "$mp" "$mp"); rc=$?
 check "file mountpoint: concurrent O_DIRECT readers agree with the page cache ($r)" test $rc -eq 0
-$T fusermount3 -u "$mp"
+unmount_now "$mp"
 check "file mountpoint: unmounted" wait_until 10 not_mounted "$mp"
 check "file mountpoint: the file is back as it was" test "$(cat "$mp")" = "the file under the mount"
 
@@ -123,7 +123,7 @@ check "truncating the image fails" not $T truncate -s 0 "$mnt/evidence.dd" 2>/de
 check "creating a file fails" not $T touch "$mnt/new" 2>/dev/null
 check "writing status fails" not $T sh -c "echo x > '$mnt/status'" 2>/dev/null
 check "the image is still intact" test "$($T sha256sum "$mnt/evidence.dd" | cut -d' ' -f1)" = "$want"
-$T fusermount3 -u "$mnt"
+unmount_now "$mnt"
 
 c0=r5-la-4x6M-32K-md090
 mapfile -t imgs0 < <(members_shuffled "$c0")
@@ -131,7 +131,7 @@ mnt=$(mountpoint_dir md090)
 out=$($T "$RAIDIMG" mount "${imgs0[@]}" "$mnt" 2>"$TMP/err")
 check "md 0.90 has no name: array.img" test "$out" = "$mnt/array.img"
 check "md 0.90: sha256" test "$($T sha256sum "$mnt/array.img" | cut -d' ' -f1)" = "$(mf "$c0" .expected_sha256)"
-$T fusermount3 -u "$mnt"
+unmount_now "$mnt"
 
 # manual geometry (relative member paths, made absolute for the daemon)
 (
@@ -146,7 +146,7 @@ check "manual geometry, relative paths: mounted ($(cat "$TMP/err"))" test $rc -e
 check "manual geometry: sha256" test "$($T sha256sum "$mnt/array.img" | cut -d' ' -f1)" = "$(mf "$c0" .expected_sha256)"
 check "manual geometry: status member paths absolute" \
 	test "$(status_field "$mnt" '[.members[].path | startswith("/")] | all')" = true
-$T fusermount3 -u "$mnt"
+unmount_now "$mnt"
 
 # zstd seekable members (opened before the daemon forks; read by many threads)
 Z=$TMP/zst
@@ -161,7 +161,7 @@ check "zstd members: sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut
 "$RAIDIMG" cat -o "$TMP/ref" "${imgs[@]}" 2>/dev/null
 r=$($T "$READCHECK" --direct --random 100 --procs 4 --max-len 1100000 "$mnt/oracle_oracle.img" "$TMP/ref"); rc=$?
 check "zstd members: 4 concurrent O_DIRECT readers ($r)" test $rc -eq 0
-$T fusermount3 -u "$mnt"
+unmount_now "$mnt"
 
 # ---- no /dev/fuse (a private mount namespace with an empty /dev) ----
 if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
@@ -180,6 +180,19 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && getent passwd nobody
 	mkdir -p "$U/mnt" && cp "${imgs[@]}" "$U/" && chmod 755 "$TMP" "$U" && chmod 644 "$U"/*.img
 	chown nobody "$U/mnt"
 	mounts_made+=("$U/mnt")
+	# fuse3's udev rule makes /dev/fuse 0666; a machine without udev (these
+	# containers) leaves it 0600, root's only.  Then an ordinary user is told
+	# why, and for the checks below it gets the mode the package intends,
+	# put back as it was when this test ends.
+	fuse_mode=$(stat -c %a /dev/fuse)
+	if [ $((8#$fuse_mode & 8#006)) -ne 6 ]; then
+		expect_fail "ordinary user, /dev/fuse $fuse_mode: refused, saying why" "/dev/fuse: Permission denied" \
+			"${NOBODY[@]}" "$RAIDIMG" mount "$U"/member*.img "$U/mnt"
+		check "ordinary user, /dev/fuse $fuse_mode: nothing mounted" not_mounted "$U/mnt"
+		echo "note: /dev/fuse is mode $fuse_mode here (no udev applied fuse3's rule): 666 for these checks, $fuse_mode again after"
+		cleanup_hooks+=("chmod $fuse_mode /dev/fuse")
+		chmod 666 /dev/fuse
+	fi
 	out=$($T "${NOBODY[@]}" "$RAIDIMG" mount "$U"/member*.img "$U/mnt" 2>"$TMP/err"); rc=$?
 	check "ordinary user: mounted through fusermount3 ($(cat "$TMP/err"))" test $rc -eq 0
 	check "ordinary user: sha256" test "$($T "${NOBODY[@]}" sha256sum "$U/mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
@@ -187,12 +200,12 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && getent passwd nobody
 		grep -q "^[^ ]* $U/mnt fuse.raidimg .*user_id=$(id -u nobody)" /proc/mounts
 	pid=$($T "${NOBODY[@]}" jq .mount.pid "$U/mnt/status")
 	check "ordinary user: status names the daemon ($pid)" kill -0 "$pid"
-	$T "${NOBODY[@]}" fusermount3 -u "$U/mnt"
-	check "ordinary user: fusermount3 -u unmounts" wait_until 10 not_mounted "$U/mnt"
+	user_unmount() { "${NOBODY[@]}" fusermount3 -u "$1" 2>/dev/null; not_mounted "$1"; }
+	check "ordinary user: fusermount3 -u unmounts" wait_until 10 user_unmount "$U/mnt"
 	check "ordinary user: the daemon ends" wait_until 10 pid_gone "$pid"
 	mkdir -p "$U/rootonly" && chmod 755 "$U/rootonly"
 	mounts_made+=("$U/rootonly")
-	expect_fail "fusermount3 refuses (no write access to the mountpoint)" "fusermount3.*rootonly|rootonly.*(cannot mount|fusermount3)" \
+	expect_fail "fusermount3 refuses (no write access to the mountpoint)" "user has no write access to mountpoint $U/rootonly" \
 		"${NOBODY[@]}" "$RAIDIMG" mount "$U"/member*.img "$U/rootonly"
 	check "fusermount3 refusal: nothing mounted" not_mounted "$U/rootonly"
 else
@@ -228,5 +241,5 @@ r=$($T "$READCHECK" --direct "$mnt/raidimg.img" "$W/ref" "${bad:-0}" 4096); rc=$
 check "a 4 KiB read inside the hole is EIO ($r)" test $rc -eq 3
 check "cat stops at the same place" sh -c "'$RAIDIMG' cat '$W'/arr/member*.img 2>&1 >/dev/null | grep -q 'offset $bad'"
 check "status counts the read errors" test "$(status_field "$mnt" '.mount.read_errors > 0 and .io.read_errors_fatal > 0')" = true
-$T fusermount3 -u "$mnt"
+unmount_now "$mnt"
 finish

@@ -52,7 +52,7 @@ matches_manifest() {
 
 # unmount MNT PID: fusermount3 -u, then wait for the serving process to end
 unmount() {
-	fusermount3 -u "$1" 2>/dev/null || umount "$1" 2>/dev/null
+	unmount_now "$1"
 	wait_until 20 pid_gone "$2"
 }
 

@@ -101,7 +101,7 @@ for how in fusermount3 SIGTERM; do
 	pid=$(status_field "$mnt" .mount.pid)
 	ctl "$mnt" sync_action check
 	check "$how: a check is running" wait_until 30 scrub_running "$mnt"
-	if [ $how = fusermount3 ]; then fusermount3 -u "$mnt"; else kill -TERM "$pid"; fi
+	if [ $how = fusermount3 ]; then unmount_now "$mnt"; else kill -TERM "$pid"; fi
 	check "$how: the mount goes away" wait_until 20 not_mounted "$mnt"
 	check "$how: the serving process ends, threads and all" wait_until 20 pid_gone "$pid"
 	check "$how: the worker stopped the run and logged it before being joined" \

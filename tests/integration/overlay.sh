@@ -34,7 +34,7 @@ put() {
 unmount() {
 	local pid
 	pid=$(status_field "$1" .mount.pid)
-	$T fusermount3 -u "$1"
+	unmount_now "$1"
 	wait_until 10 not_mounted "$1" && wait_until 10 pid_gone "$pid"
 }
 
@@ -160,7 +160,7 @@ img=$f
 put 10 100
 check "file mount: the model, with a new write" $T cmp "$f" "$TMP/model"
 pid=$(pgrep -f -- "mount --overlay $OV" | head -n1)
-$T fusermount3 -u "$f"
+unmount_now "$f"
 check "file mount: unmounted" wait_until 10 not_mounted "$f"
 [ -n "$pid" ] && wait_until 10 pid_gone "$pid"
 check "file mount: the write is in the overlay" cmp <("$RAIDIMG" cat --overlay "$OV" "${imgs[@]}") "$TMP/model"

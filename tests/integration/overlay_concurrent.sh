@@ -60,7 +60,7 @@ check "status: degraded" test "$(status_field "$mnt" .array.degraded)" = true
 pids=()
 for w in 0 1 2 3 4 5 6 7; do writer "$w" >"$TMP/writer$w.out" 2>&1 & pids+=($!); done
 for r in 0 1; do reader "$r" >"$TMP/reader$r.out" 2>&1 & pids+=($!); done
-for p in "${pids[@]}"; do wait "$p"; done
+for p in "${pids[@]}"; do wait_pid "$p" 300; done
 check "no writer or reader failed" test -z "$(cat "$TMP"/writer*.out "$TMP"/reader*.out)"
 
 # the model: the source's bytes in every range written
@@ -78,7 +78,7 @@ check "status: granules_written is the granules the writes touched" test "$(stat
 	"$(for w in 0 1 2 3 4 5 6 7; do writes_of "$w"; done | awk -v G=$G '{ for (g = int($1 / G); g <= int(($1 + $2 - 1) / G); g++) s[g] = 1 } END { print length(s) }')"
 check "status: no write errors" test "$(status_field "$mnt" .overlay.write_errors)" = 0
 pid=$(status_field "$mnt" .mount.pid)
-$T fusermount3 -u "$mnt"
+unmount_now "$mnt"
 check "unmounted" wait_until 10 pid_gone "$pid"
 
 mnt=$(mountpoint_dir conc2)
@@ -86,7 +86,7 @@ img=$($T "$RAIDIMG" mount --overlay "$OV" "${imgs[@]}" "$mnt" 2>"$TMP/err"); rc=
 check "remount ($(cat "$TMP/err"))" test $rc -eq 0
 check "after the remount: O_DIRECT scan is the model" $T "$READCHECK" --direct --scan 262144 "$img" "$TMP/model"
 pid=$(status_field "$mnt" .mount.pid)
-$T fusermount3 -u "$mnt"
+unmount_now "$mnt"
 wait_until 10 pid_gone "$pid"
 check "cat --overlay is the model" cmp <("$RAIDIMG" cat --overlay "$OV" "${imgs[@]}" 2>/dev/null) "$TMP/model"
 sums >"$TMP/members.after"

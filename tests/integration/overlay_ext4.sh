@@ -64,7 +64,7 @@ mount_image() {
 unmount_image() {
 	local pid
 	pid=$(status_field "$mnt" .mount.pid)
-	$T fusermount3 -u "$mnt"
+	unmount_now "$mnt"
 	wait_until 10 not_mounted "$mnt" && wait_until 10 pid_gone "$pid"
 }
 

@@ -116,7 +116,7 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 			check "$c: mount: status gives the reshape" \
 				test "$(jq -r '[.array.reshape.position_bytes, .array.reshape.previous_raid_disks] | @tsv' \
 					"$TMP/mnt/status")" = "$(printf '%s\t%s' $pos "$(rmf "$c" .reshape.from_devices)")"
-			fusermount3 -u "$TMP/mnt"
+			unmount_now "$TMP/mnt"
 		else
 			fail "$c: mount failed: $(cat "$TMP/mnt.err")"
 		fi

@@ -73,7 +73,7 @@ RAIDIMG_SCRUB_TRACE=$TMP/trace3 "$RAIDIMG" scrub --checkpoint "$cp" --request-si
 pid=$!
 wait_for "$TMP/trace3" '^batch' 3
 kill -TERM $pid
-wait $pid; rc=$?
+wait_pid $pid 60; rc=$?
 check "SIGTERM: exit 2 (got $rc)" test $rc -eq 2
 check "SIGTERM: says where and how to resume" grep -q "interrupted at stripe .*resume with --checkpoint" "$TMP/err3"
 p3=$(awk '$1 == "checkpoint" { p = $2 } END { print p + 0 }' "$TMP/trace3")

@@ -66,13 +66,13 @@ stress() {
 	if [ $have_scrub = yes ]; then
 		check "$name: the scrub was running while they read" test "$(cat "$TMP/passes" 2>/dev/null || echo 0)" -ge 1
 		touch "$TMP/stop"
-		wait $spid
+		wait_pid $spid 60
 		check "$name: the scrub found no mismatch (mismatch_cnt 0)" test "$(cat "$mnt/mismatch_cnt")" = 0
 	fi
 	check "$name: the whole image reads right after the stress" \
 		test "$($T sha256sum "$img" | cut -d' ' -f1)" = "$(sha "$TMP/ref")"
 	$T cat "$mnt/status" >"$TMP/$name.status"
-	fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"
+	unmount_now "$mnt"
 	check "$name: unmounts, and the daemon ends" wait_until 20 pid_gone "$pid"
 }
 
