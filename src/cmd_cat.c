@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "custody.h"
+#include "outfile.h"
 #include "overlay.h"
 #include "splice_cat.h"
 #include "pipeline.h"
@@ -27,14 +28,8 @@ struct cat_out {
 	const char *name;           /* for messages */
 	struct custody_run *cr;
 	uint64_t written;
+	bool write_failed;          /* the output, not the array, failed */
 };
-
-static bool same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
 
 /* pipeline consume(): write one segment.  On a read error, the bytes
  * before the first unreadable offset are right (array_read serves them):
@@ -51,6 +46,7 @@ static int cat_consume(void *ctx, int slot, const uint8_t *buf, size_t len, uint
 	wr = write_all(o->fd, buf, n);
 	if (wr) {
 		msg("%s: write failed: %s", o->name, strerror(-wr));
+		o->write_failed = true;
 		return -EIO;
 	}
 	o->written += n;
@@ -126,6 +122,7 @@ int cmd_cat(int argc, char **argv)
 	struct pipeline pl = { 0 };
 	const char *outpath = NULL, *overlay_arg = NULL;
 	struct overlay *ov = NULL;
+	struct outfile out = { .fd = -1 };
 	char err[PATH_MAX + 1200];
 	uint64_t offset = 0, length = UINT64_MAX;
 	long long nthreads = 2;
@@ -194,21 +191,15 @@ int cmd_cat(int argc, char **argv)
 	if (length > a->array_bytes - offset)
 		length = a->array_bytes - offset;
 	if (outpath) {
-		for (int i = 0; i < aa.npaths; i++) {
-			if (same_file(outpath, aa.paths[i])) {
-				msg("%s: the output is one of the member images; refusing to overwrite evidence", outpath);
-				goto out;
-			}
-		}
-		if (overlay_arg && same_file(outpath, overlay_arg)) {
-			msg("%s: the output is the overlay being read", outpath);
+		/* never evidence (outfile.h); what could be read is kept even when
+		 * the array ends in an unreadable range, as on stdout */
+		struct outfile_opts oo = { .replace = true };
+
+		if (outfile_open(&out, outpath, &oo, err, sizeof(err))) {
+			msg("%s", err);
 			goto out;
 		}
-		fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			msg("%s: cannot create: %s", outpath, strerror(errno));
-			goto out;
-		}
+		fd = out.fd;
 	} else {
 		fd = STDOUT_FILENO;
 		pipe_grow(fd, 1u << 20);
@@ -239,21 +230,26 @@ int cmd_cat(int argc, char **argv)
 		int sr = splice_cat(a, fd, offset, length, (int)nthreads, &o.written, &bad, &zcs);
 
 		used_zc = sr != -EOPNOTSUPP;
-		if (sr == -EIO)
+		if (sr == -EIO) {
 			pipeline_read_error(sr, offset, bad);
-		else if (sr && sr != -EOPNOTSUPP && sr != -ECANCELED)
+		} else if (sr && sr != -EOPNOTSUPP && sr != -ECANCELED) {
 			msg("%s: write failed: %s", o.name, strerror(-sr));
+			o.write_failed = true;
+		}
 		if (sr != -EOPNOTSUPP)
 			ret = sr ? EXIT_ERR : EXIT_OK;
 	}
 	if (ret < 0)
 		ret = pipeline_run(&pl) ? EXIT_ERR : EXIT_OK;
-	if (outpath && close(fd) && ret == EXIT_OK) {
-		msg("%s: %s", outpath, strerror(errno));
-		ret = EXIT_ERR;
-	}
-	if (outpath)
+	if (outpath) {
 		fd = -1;
+		if (o.write_failed) {
+			outfile_abort(&out);
+		} else if (outfile_commit(&out, err, sizeof(err))) {
+			msg("%s", err);
+			ret = EXIT_ERR;
+		}
+	}
 	if (stats)
 		print_stats(a, (double)(now_ns() - t0) / 1e9, used_zc ? &zcs : NULL);
 	if (ret == EXIT_OK && atomic_load(&a->stripes_rebuilt))
@@ -268,8 +264,7 @@ int cmd_cat(int argc, char **argv)
 	ret = custody_end(&cr, outpath ? stdout : stderr, offset, length, ret == EXIT_OK && o.written == length,
 			  ret);
 out:
-	if (fd >= 0 && fd != STDOUT_FILENO)
-		close(fd);
+	outfile_abort(&out);
 	custody_free(&cr);
 	overlay_close(ov);
 	array_free(a);

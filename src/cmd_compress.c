@@ -2,13 +2,14 @@
  * format, the form in which raidimg reads compressed members.
  *
  * The input is a raw image, a seekable zstd image (re-framed), or a plain
- * zstd file (decompressed as a stream).  The output is written to OUT.partial
- * and renamed to OUT once complete, so an interrupted run leaves no file
- * that looks finished.
+ * zstd file (decompressed as a stream).  The output is an outfile (outfile.h):
+ * named OUT only once complete, so an interrupted run leaves no file that
+ * looks finished.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 
 #include "cli.h"
 #include "custody.h"
+#include "outfile.h"
 #include "progress.h"
 #include "util.h"
 #include "zstd_seekable.h"
@@ -41,7 +43,7 @@ static void usage(FILE *f)
 		   "IMAGE may be a raw image, a plain .zst file (decompressed as a stream) or a\n"
 		   "seekable one (re-framed).  IMAGE is only read.\n\n"
 		   "  -o, --output OUT     the compressed image (default IMAGE.zst); never overwritten\n"
-		   "                       unless --overwrite; written as OUT.partial, then renamed\n"
+		   "                       unless --overwrite; named only when complete\n"
 		   "  --level N            zstd level, %d..%d (default 3)\n"
 		   "  --frame-size SIZE    decompressed bytes per frame, 4K..1G (default 1M): smaller\n"
 		   "                       frames make small random reads cheaper, larger ones\n"
@@ -82,9 +84,15 @@ static int input_open(const char *path, struct input *in)
 	int ret;
 
 	memset(in, 0, sizeof(*in));
-	in->fd = open(path, O_RDONLY | O_CLOEXEC);
+	in->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (in->fd < 0 || fstat(in->fd, &st)) {
 		msg("%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	fcntl(in->fd, F_SETFL, fcntl(in->fd, F_GETFL) & ~O_NONBLOCK);
+	ret = evidence_protect(in->fd, "the input image");   /* never the output */
+	if (ret) {
+		msg("%s: %s", path, strerror(-ret));
 		return -1;
 	}
 	in->size = (uint64_t)st.st_size;
@@ -200,13 +208,6 @@ out:
 	return ret;
 }
 
-static bool same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 static int parse_args(int argc, char **argv, struct compress_opts *o, char **outbuf)
 {
 	enum { OPT_LEVEL = 0x2001, OPT_FRAME, OPT_THREADS, OPT_FORCE, OPT_HASH, OPT_RECORD };
@@ -278,25 +279,17 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 	return 0;
 }
 
-/* Create OUT.partial for writing; refuse to clobber OUT or the input. */
-static int open_output(const struct compress_opts *o, char **partial)
+/* Open OUT (outfile.h: a temporary named when complete; never the input). */
+static int open_output(const struct compress_opts *o, struct outfile *out)
 {
-	int fd;
+	struct outfile_opts oo = { .replace = o->force, .exists_hint = "give --overwrite to replace it" };
+	char err[PATH_MAX + 256];
 
-	if (same_file(o->in, o->out)) {
-		msg("%s: the output is the input image; refusing", o->out);
+	if (outfile_open(out, o->out, &oo, err, sizeof(err))) {
+		msg("%s", err);
 		return -1;
 	}
-	if (!o->force && !access(o->out, F_OK)) {
-		msg("%s: exists; give --overwrite to replace it", o->out);
-		return -1;
-	}
-	if (asprintf(partial, "%s.partial", o->out) < 0)
-		return -1;
-	fd = open(*partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		msg("%s: cannot create: %s", *partial, strerror(errno));
-	return fd;
+	return 0;
 }
 
 /* The record's input: its absolute path, the sha256 of the file as stored
@@ -327,21 +320,21 @@ static int run(const struct compress_opts *o, struct custody_record *rec)
 	struct sha256 *h = NULL;
 	struct progress pg;
 	struct input in;
-	char *partial = NULL, in_hex[SHA256_HEX] = "", out_hex[SHA256_HEX] = "";
+	char in_hex[SHA256_HEX] = "", out_hex[SHA256_HEX] = "", err[PATH_MAX + 256];
+	struct outfile out = { .fd = -1 };
 	uint8_t *buf = NULL;
-	int fd = -1, ret = EXIT_ERR, r;
+	int ret = EXIT_ERR, r;
 
 	if (input_open(o->in, &in))
 		goto out;
-	fd = open_output(o, &partial);
-	if (fd < 0)
+	if (open_output(o, &out))
 		goto out;
 	buf = malloc(READ_BYTES);
 	if (!buf || (o->hash && sha256_new(&h))) {
 		msg("out of memory");
 		goto out;
 	}
-	r = zseek_writer_new(fd, &o->w, &w);
+	r = zseek_writer_new(out.fd, &o->w, &w);
 	if (r) {
 		msg("cannot start the compressor: %s", strerror(-r));
 		goto out;
@@ -353,18 +346,12 @@ static int run(const struct compress_opts *o, struct custody_record *rec)
 	progress_end(&pg);
 	if (r) {
 		if (r != -1)
-			msg("%s: %s", partial, r == -EFBIG ? "more frames than the seekable format allows: "
+			msg("%s: %s", o->out, r == -EFBIG ? "more frames than the seekable format allows: "
 				"give a larger --frame-size" : strerror(-r));
 		goto out;
 	}
-	if (fsync(fd) || close(fd)) {
-		fd = -1;
-		msg("%s: %s", partial, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(partial, o->out)) {
-		msg("%s: cannot rename to %s: %s", partial, o->out, strerror(errno));
+	if (outfile_commit(&out, err, sizeof(err))) {
+		msg("%s", err);
 		goto out;
 	}
 	fprintf(stderr, "%s: %s -> %s: %" PRIu64 " bytes in, %" PRIu64 " bytes out (%.2fx)\n", prog_name, o->in,
@@ -384,14 +371,10 @@ static int run(const struct compress_opts *o, struct custody_record *rec)
 		record_add_output(rec, o->out, "zstd-seekable", out_hex);
 	ret = EXIT_OK;
 out:
-	if (fd >= 0) {
-		close(fd);
-		unlink(partial);
-	}
+	outfile_abort(&out);        /* a failed run leaves no output */
 	zseek_writer_free(w);
 	sha256_free(h);
 	free(buf);
-	free(partial);
 	input_close(&in);
 	return ret;
 }

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "parity.h"
 #include "util.h"
 
@@ -472,6 +474,11 @@ static int open_input(const struct create_args *ca, struct create_plan *pl)
 			msg("%s: cannot open: %s", ca->from, strerror(errno));
 			return -1;
 		}
+		/* no member image may be written over it (outfile.h) */
+		if (evidence_protect(pl->in_fd, "the --from file")) {
+			msg("%s: cannot stat: %s", ca->from, strerror(errno));
+			return -1;
+		}
 	}
 	if (fstat(pl->in_fd, &st)) {
 		msg("%s: cannot stat: %s", ca->from, strerror(errno));
@@ -542,12 +549,10 @@ static void member_path(const struct create_args *ca, int i, char *path, size_t 
 	snprintf(path, len, "%s/%s%d.img", ca->outdir, ca->prefix, i);
 }
 
-/* Before anything is created: the directory, and no member file that exists
- * (without --force) or is the input.  0 or -1 (message printed). */
-static int check_outputs(const struct create_args *ca, const struct create_plan *pl)
+/* Before anything is created: the directory.  0 or -1 (message printed). */
+static int check_outdir(const struct create_args *ca)
 {
-	struct stat in_st, st;
-	char path[4096];
+	struct stat st;
 
 	if (mkdir(ca->outdir, 0755) && errno != EEXIST) {
 		msg("%s: cannot create directory: %s", ca->outdir, strerror(errno));
@@ -557,40 +562,47 @@ static int check_outputs(const struct create_args *ca, const struct create_plan 
 		msg("%s: not a directory", ca->outdir);
 		return -1;
 	}
-	if (pl->in_fd >= 0 && fstat(pl->in_fd, &in_st))
-		return -1;
-	for (int i = 0; i < pl->n; i++) {
-		member_path(ca, i, path, sizeof(path));
-		if (stat(path, &st))
-			continue;
-		if (pl->in_fd >= 0 && st.st_dev == in_st.st_dev && st.st_ino == in_st.st_ino) {
-			msg("%s: is the --from file; refusing to overwrite it", path);
-			return -1;
-		}
-		if (!ca->force) {
-			msg("%s: exists; refusing to overwrite it (--force to replace)", path);
-			return -1;
-		}
-	}
 	return 0;
 }
 
-/* Create (truncate) every member image at its full, sparse size.
- * mem[i] are opened writable; 0 or -1 (message printed). */
-static int open_members(const struct create_args *ca, const struct create_plan *pl, struct source **mem)
+/* Open every member image as a new output (outfile.h: refused if it exists
+ * without --force or is the input; named only when all are complete), at
+ * its full, sparse size.  mem[i] write to them; 0 or -1 (message printed). */
+static int open_members(const struct create_args *ca, const struct create_plan *pl, struct outfile *of,
+			struct source **mem)
 {
-	char path[4096], err[512];
+	struct outfile_opts oo = { .replace = ca->force, .exists_hint = "refusing to overwrite it (--force to replace)" };
+	char path[PATH_MAX], err[PATH_MAX + 256];
 	int r;
 
 	for (int i = 0; i < pl->n; i++) {
 		member_path(ca, i, path, sizeof(path));
-		if (source_open_raw(path, SOURCE_WRITE | SOURCE_CREATE, &mem[i], err, sizeof(err))) {
+		if (outfile_open(&of[i], path, &oo, err, sizeof(err)) ||
+		    source_wrap_fd(of[i].fd, path, &mem[i], err, sizeof(err))) {
 			msg("%s", err);
 			return -1;
 		}
 		r = mem[i]->ops->truncate(mem[i], ca->image_bytes);
 		if (r) {
 			msg("%s: cannot set its size: %s", path, strerror(-r));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Give every member image its name.  0 or -1 (message printed). */
+static int commit_members(const struct create_plan *pl, struct outfile *of, struct source **mem)
+{
+	char err[PATH_MAX + 256];
+
+	for (int i = 0; i < pl->n; i++) {
+		source_close(mem[i]);
+		mem[i] = NULL;
+		if (outfile_commit(&of[i], err, sizeof(err))) {
+			msg("%s", err);
+			if (i)
+				msg("create: members 0-%d were written before this failed; remove them", i - 1);
 			return -1;
 		}
 	}
@@ -678,50 +690,40 @@ static void print_summary(const struct create_args *ca, const struct create_plan
 	       pl->n - 1, fmt_size(ca->image_bytes, a, sizeof(a)), fmt_size(ca->data_offset, b, sizeof(b)));
 }
 
-/* After a failure: close and delete the member files this run created. */
-static void remove_members(const struct create_args *ca, int n, struct source **mem)
-{
-	char path[4096];
-
-	for (int i = 0; i < n; i++) {
-		if (!mem[i])
-			continue;
-		source_close(mem[i]);
-		mem[i] = NULL;
-		member_path(ca, i, path, sizeof(path));
-		unlink(path);
-	}
-}
-
 int cmd_create(int argc, char **argv)
 {
 	struct create_args ca;
 	struct create_plan pl = { .in_fd = -1 };
 	struct source *mem[LAYOUT_MAX_DISKS] = { NULL };
+	struct outfile of[LAYOUT_MAX_DISKS];
 	struct member_meta mm;
 	uint64_t in_bytes = 0;
 	int ret = EXIT_ERR, r;
 
+	for (int i = 0; i < LAYOUT_MAX_DISKS; i++)
+		of[i].fd = -1;
 	r = parse_create_args(argc, argv, &ca);
 	if (r)
 		return r > 0 ? EXIT_OK : EXIT_ERR;
-	if (open_input(&ca, &pl) || plan_sizes(&ca, &pl) || array_meta(&ca, &pl, &mm) ||
-	    check_outputs(&ca, &pl))
+	if (open_input(&ca, &pl) || plan_sizes(&ca, &pl) || array_meta(&ca, &pl, &mm) || check_outdir(&ca))
 		goto out;
-	if (open_members(&ca, &pl, mem) || write_data(&ca, &pl, mem, &in_bytes))
+	if (open_members(&ca, &pl, of, mem) || write_data(&ca, &pl, mem, &in_bytes))
 		goto fail;
 	for (int i = 0; i < pl.n; i++)
 		if (write_superblock(&ca, &pl, &mm, i, mem[i]))
 			goto fail;
+	if (commit_members(&pl, of, mem))
+		goto fail;
 	print_summary(&ca, &pl, &mm, in_bytes);
 	ret = EXIT_OK;
 	goto out;
 fail:
-	remove_members(&ca, pl.n, mem);
 	msg("create: nothing written (member files removed)");
 out:
-	for (int i = 0; i < pl.n; i++)
+	for (int i = 0; i < pl.n; i++) {
 		source_close(mem[i]);
+		outfile_abort(&of[i]);
+	}
 	if (pl.in_fd > STDIN_FILENO)
 		close(pl.in_fd);
 	return ret;

@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		   "Write the assembled array to OUT: a raw image whose all-zero 4 KiB blocks are\n"
 		   "left as holes (a sparse file), or with --zstd a zstd seekable image, which\n"
 		   "`zstd -d` decompresses to the raw image and which raidimg reads wherever it\n"
-		   "reads an image.  OUT is written as OUT.partial and renamed when complete; an\n"
+		   "reads an image.  OUT is named only when complete; an\n"
 		   "export that fails leaves nothing behind.  Members are only read.\n\n"
 		   "  -o, --output OUT     the image to write (a device or FIFO is written in place,\n"
 		   "                       every byte); an existing file is kept unless --overwrite\n"
@@ -200,8 +200,6 @@ static int open_sink(const struct export_opts *o, const struct array_args *aa, s
 		.kind = o->zstd ? SINK_ZSTD : SINK_SPARSE,
 		.overwrite = o->overwrite,
 		.z = o->z,
-		.protect = aa->paths,
-		.nprotect = aa->npaths,
 	};
 
 	so.z.nthreads = o->nthreads;

@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "scrub_cli.h"
 #include "util.h"
 
@@ -211,30 +213,16 @@ static int write_super(struct source *out, const struct member_meta *m, uint64_t
 
 /* ---- the output image ---- */
 
-static bool same_file(const char *x, const char *y)
+/* The new image: an outfile (never evidence, named when complete) and a
+ * writable source over it for the rebuild engine. */
+static int open_output(const struct rebuild_args *ra, uint64_t bytes, struct outfile *of, struct source **out)
 {
-	struct stat sx, sy;
-
-	return !stat(x, &sx) && !stat(y, &sy) && sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
-}
-
-static int open_output(const struct array_args *aa, const struct rebuild_args *ra, uint64_t bytes,
-		       struct source **out)
-{
-	char err[512];
+	struct outfile_opts oo = { .replace = ra->overwrite, .exists_hint = "refusing to overwrite it (--overwrite to replace)" };
+	char err[PATH_MAX + 256];
 	int r;
 
-	for (int i = 0; i < aa->npaths; i++) {
-		if (same_file(ra->output, aa->paths[i])) {
-			msg("%s: the output is one of the member images; refusing to overwrite it", ra->output);
-			return -1;
-		}
-	}
-	if (!ra->overwrite && !access(ra->output, F_OK)) {
-		msg("%s: exists; refusing to overwrite it (--overwrite to replace)", ra->output);
-		return -1;
-	}
-	if (source_open_raw(ra->output, SOURCE_WRITE | SOURCE_CREATE, out, err, sizeof(err))) {
+	if (outfile_open(of, ra->output, &oo, err, sizeof(err)) ||
+	    source_wrap_fd(of->fd, ra->output, out, err, sizeof(err))) {
 		msg("%s", err);
 		return -1;
 	}
@@ -331,7 +319,8 @@ int cmd_rebuild(int argc, char **argv)
 	struct scrub_progress p;
 	uint64_t bytes;
 	int ret = EXIT_ERR, r;
-	bool created = false;
+	struct outfile of = { .fd = -1 };
+	char err[PATH_MAX + 256];
 
 	memset(&ra, 0, sizeof(ra));
 	memset(&m, 0, sizeof(m));
@@ -361,23 +350,23 @@ int cmd_rebuild(int argc, char **argv)
 		msg("warning: the array was not clean: parity past %" PRIu64 " bytes may be stale, and so may the "
 		    "chunks rebuilt from it", a->resync_offset);
 	bytes = output_bytes(a, t, ra.so.rebuild_data_offset);
-	if (open_output(&aa, &ra, bytes, &out))
+	if (open_output(&ra, bytes, &of, &out))
 		goto out;
-	created = true;
 	if (run_rebuild(a, &ra, out, &p))
 		goto out;
 	if (t && write_super(out, &m, bytes))
 		goto out;
-	if (!t && (r = out->ops->sync(out))) {
-		msg("%s: %s", ra.output, strerror(-r));
+	source_close(out);
+	out = NULL;
+	if (outfile_commit(&of, err, sizeof(err))) {     /* synced, then named */
+		msg("%s", err);
 		goto out;
 	}
 	print_result(&ra, a, &m, t != NULL, &p, bytes);
 	ret = EXIT_OK;
 out:
 	source_close(out);
-	if (ret != EXIT_OK && created)
-		unlink(ra.output);
+	outfile_abort(&of);         /* a failed rebuild leaves nothing */
 	array_free(a);
 out_args:
 	array_args_free(&aa);

@@ -146,8 +146,6 @@ static int replay_read(const struct replay_spec *rs, struct array *a, const char
 		.z = { .level = rs->zstd_level ? rs->zstd_level : 3,
 		       .frame_bytes = rs->zstd_frame_bytes ? rs->zstd_frame_bytes : 1u << 20,
 		       .nthreads = nthreads },
-		.protect = (const char *const *)rs->paths,
-		.nprotect = rs->npaths,
 	};
 	char hex[SHA256_HEX] = "";
 	int ret = EXIT_ERR;

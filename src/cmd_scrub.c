@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "mount_scrub.h"
 #include "scrub_cli.h"
 #include "util.h"
@@ -112,9 +114,18 @@ void scrub_ui_init(struct scrub_ui *ui, struct scrub_opts *o, bool progress, boo
 	ui->json = json;
 	ui->trace_fd = -1;
 	if (trace && *trace) {
-		ui->trace_fd = open(trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (ui->trace_fd < 0)
-			msg("RAIDIMG_SCRUB_TRACE=%s: %s (no trace)", trace, strerror(errno));
+		struct outfile_opts oo = { .append = true };
+		struct outfile of;
+		char err[PATH_MAX + 256];
+
+		/* a test facility, but a file written all the same (outfile.h) */
+		if (outfile_open(&of, trace, &oo, err, sizeof(err))) {
+			msg("RAIDIMG_SCRUB_TRACE: %s (no trace)", err);
+		} else {
+			ui->trace_fd = of.fd;
+			of.fd = -1;
+			outfile_abort(&of);
+		}
 	}
 	o->on_batch = trace_batch;
 	o->on_checkpoint = trace_checkpoint;

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@
 #include <openssl/evp.h>
 
 #include "custody.h"
+#include "outfile.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
@@ -93,6 +95,7 @@ void sha256_free(struct sha256 *h)
 }
 
 #define HASH_READ (4u << 20)
+#define RECORD_MAX_BYTES (64u << 20)    /* a record of 384 members is ~0.3 MB */
 
 int custody_hash_file(const char *path, char hex[SHA256_HEX], uint64_t *bytes, char *err, size_t errlen)
 {
@@ -484,25 +487,27 @@ void record_add_output(struct custody_record *r, const char *path, const char *f
 int record_finish(struct custody_record *r, const char *path, int exit_status)
 {
 	json_object *res = json_object_new_object();
-	char now[32], *tmp = NULL;
-	int ret = 0;
+	struct outfile_opts oo = { .replace = true };
+	struct outfile out;
+	char now[32], err[PATH_MAX + 256];
+	int ret;
 
 	iso_time(now, sizeof(now));
 	jadd(r->root, "finished", json_object_new_string(now));
 	jadd(res, "exit_status", json_object_new_int(exit_status));
 	jadd(res, "ok", json_object_new_boolean(exit_status == 0));
 	jadd(r->root, "result", res);
-	if (asprintf(&tmp, "%s.partial", path) < 0) {
-		msg("out of memory");
-		return -ENOMEM;
-	}
-	if (json_object_to_file_ext(tmp, r->root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) ||
-	    rename(tmp, path)) {
+
+	ret = outfile_open(&out, path, &oo, err, sizeof(err));
+	if (!ret && json_object_to_fd(out.fd, r->root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) {
 		ret = errno ? -errno : -EIO;
-		msg("%s: cannot write the record: %s", path, strerror(-ret));
-		unlink(tmp);
+		fmt_err(err, sizeof(err), "%s: %s", path, strerror(-ret));
+		outfile_abort(&out);
+	} else if (!ret) {
+		ret = outfile_commit(&out, err, sizeof(err));
 	}
-	free(tmp);
+	if (ret)
+		msg("cannot write the record: %s", err);
 	return ret;
 }
 
@@ -629,11 +634,24 @@ int replay_load(const char *path, struct replay_spec *rs, char *err, size_t errl
 	struct jctx c = { .file = path, .err = err, .errlen = errlen };
 	json_object *root, *arr, *range, *out, *opts, *cmd;
 
+	enum json_tokener_error jerr;
+	char *text;
+	size_t len;
+	bool nul;
+	int ret;
+
 	memset(rs, 0, sizeof(*rs));
-	root = json_object_from_file(path);
+	ret = side_file_read(path, "record", RECORD_MAX_BYTES, true, &text, &len, err, errlen);
+	if (ret)
+		return ret;
+	jerr = json_tokener_success;
+	nul = strlen(text) != len;
+	root = nul ? NULL : json_tokener_parse_verbose(text, &jerr);
+	free(text);
 	if (!root) {
-		fmt_err(err, errlen, "%s: cannot read the record: %s", path, json_util_get_last_err());
-		return access(path, R_OK) ? -ENOENT : -EINVAL;
+		fmt_err(err, errlen, "%s: not a raidimg record: %s", path,
+			nul ? "it holds NUL bytes" : json_tokener_error_desc(jerr));
+		return -EINVAL;
 	}
 	if (!json_object_is_type(root, json_type_object) ||
 	    !jget(&c, root, "raidimg_record", json_type_int, true)) {
@@ -713,7 +731,8 @@ struct prov_slot {
 };
 
 struct provenance {
-	FILE *f;
+	FILE *f;                    /* over out (outfile_stdio), owned */
+	struct outfile out;         /* the map, named when complete */
 	char *path;                 /* owned */
 	const struct array *a;
 	int nslots;
@@ -893,9 +912,12 @@ int provenance_emit(struct provenance *p, int slot, int ret)
 int provenance_open(struct provenance **out, const char *path, const struct array *a, int nslots)
 {
 	struct provenance *p = calloc(1, sizeof(*p));
+	struct outfile_opts oo = { .replace = true };
+	char err[PATH_MAX + 256];
 
 	if (!p)
 		goto oom;
+	p->out.fd = -1;
 	p->a = a;
 	p->nslots = nslots;
 	p->path = strdup(path);
@@ -905,10 +927,15 @@ int provenance_open(struct provenance **out, const char *path, const struct arra
 		goto oom;
 	for (int i = 0; i < nslots; i++)
 		p->slots[i].p = p;
-	p->f = fopen(path, "w");
+	if (outfile_open(&p->out, path, &oo, err, sizeof(err))) {
+		msg("cannot create the provenance map: %s", err);
+		provenance_close(p, false);
+		return -EIO;
+	}
+	p->f = outfile_stdio(&p->out);
 	if (!p->f) {
 		msg("%s: cannot create the provenance map: %s", path, strerror(errno));
-		provenance_close(p);
+		provenance_close(p, false);
 		return -EIO;
 	}
 	fprintf(p->f, "{\"map\":\"raidimg-provenance\",\"version\":1,\"array_bytes\":%" PRIu64
@@ -929,23 +956,31 @@ int provenance_open(struct provenance **out, const char *path, const struct arra
 	return 0;
 oom:
 	msg("out of memory");
-	provenance_close(p);
+	provenance_close(p, false);
 	return -ENOMEM;
 }
 
-int provenance_close(struct provenance *p)
+int provenance_close(struct provenance *p, bool commit)
 {
+	char err[PATH_MAX + 256];
 	int ret = 0;
 
 	if (!p)
 		return 0;
 	if (p->f) {
-		pend_write(p);
+		if (commit)
+			pend_write(p);
 		if (ferror(p->f) | fclose(p->f)) {
 			ret = -EIO;
-			msg("%s: cannot write the provenance map", p->path);
+			msg("%s: cannot write the provenance map (removed)", p->path);
 		}
 	}
+	if (commit && !ret) {
+		ret = outfile_commit(&p->out, err, sizeof(err));
+		if (ret)
+			msg("cannot write the provenance map: %s", err);
+	}
+	outfile_abort(&p->out);
 	for (int i = 0; p->slots && i < p->nslots; i++) {
 		free(p->slots[i].r);
 		free(p->slots[i].pool);
@@ -985,7 +1020,15 @@ int custody_begin(struct custody_run *cr, const struct custody_opts *o, const ch
 int custody_array(struct custody_run *cr, const struct array *a, const struct assemble_opts *ao,
 		  const char *const *paths, int npaths, int nslots)
 {
+	char err[PATH_MAX + 256];
 	int ret;
+
+	/* the members are open: a record that would land on one is refused
+	 * now, before any work (it is written at the end) */
+	if (cr->o.record && evidence_check_path(cr->o.record, err, sizeof(err))) {
+		msg("cannot write the record: %s", err);
+		return -EPERM;
+	}
 
 	if (cr->rec)
 		record_add_array(cr->rec, a, ao, paths, npaths);
@@ -1040,7 +1083,7 @@ int custody_end(struct custody_run *cr, FILE *f, uint64_t offset, uint64_t lengt
 	custody_finish_hash(cr);
 	if (cr->o.hash && f)
 		custody_print_hashes(f, &cr->mh, complete && cr->array_h ? cr->array_hex : NULL, offset, length);
-	if (cr->prov && provenance_close(cr->prov))
+	if (cr->prov && provenance_close(cr->prov, true))
 		ret = 2;
 	cr->prov = NULL;
 	if (cr->rec) {
@@ -1055,7 +1098,7 @@ int custody_end(struct custody_run *cr, FILE *f, uint64_t offset, uint64_t lengt
 
 void custody_free(struct custody_run *cr)
 {
-	provenance_close(cr->prov);
+	provenance_close(cr->prov, false);     /* not ended: nothing is left */
 	record_free(cr->rec);
 	sha256_free(cr->array_h);
 	custody_hashes_free(&cr->mh);

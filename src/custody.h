@@ -136,8 +136,10 @@ int provenance_read(void *ctx, int slot, uint8_t *buf, size_t len, uint64_t off,
 /* In array order, once the segment in slot was consumed (written): add its
  * ranges to the map; ret/bad_off as the read returned.  0 or -errno. */
 int provenance_emit(struct provenance *p, int slot, int ret);
-/* Flush and close the map.  0 or -errno (message printed); NULL is fine. */
-int provenance_close(struct provenance *p);
+/* Flush the map and give it its name (commit), or drop it (an unfinished
+ * command: nothing is left).  0 or -errno (message printed; a map that
+ * could not be written whole is removed); NULL is fine. */
+int provenance_close(struct provenance *p, bool commit);
 
 /* ---- what a command does for custody (cat, export, examine) ---- */
 

@@ -1,7 +1,9 @@
 /* main.c - raidimg: the subcommand table (the shared array options are in array_args.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "util.h"
@@ -36,7 +38,46 @@ static void usage(FILE *f)
 		   "Member images are opened read-only by every command except create and scrub --repair.\n");
 }
 
-int main(int argc, char **argv)
+/* Standard descriptors closed by the caller (`>&-`) would be taken by the
+ * next files opened - member images - and whatever is printed would land in
+ * them.  Before anything else is opened, each closed one gets /dev/null:
+ * stdin and stderr to read and write, stdout read-only so that output is
+ * not silently lost (writes fail with EBADF).  Returns whether stdout was
+ * closed; exits if /dev/null cannot be had. */
+static bool guard_std_fds(void)
+{
+	bool out_closed = false;
+
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		if (fd == STDOUT_FILENO)
+			out_closed = true;
+		if (open("/dev/null", fd == STDERR_FILENO ? O_WRONLY : O_RDONLY) != fd)
+			_exit(EXIT_ERR);    /* nowhere safe to say so */
+	}
+	return out_closed;
+}
+
+/* Output that did not reach stdout (a full disk, a closed pipe, >&-) is an
+ * error, not a success: EXIT_ERR with the reason. */
+static int check_stdout(int ret)
+{
+	int e = 0;
+
+	errno = 0;
+	if (fflush(stdout) == EOF || ferror(stdout))
+		e = errno ? errno : EIO;
+	else if (close(STDOUT_FILENO) && errno != EINTR)
+		e = errno;
+	if (e) {
+		msg("standard output: %s: the output is incomplete", strerror(e));
+		return EXIT_ERR;
+	}
+	return ret;
+}
+
+static int run(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
@@ -55,4 +96,14 @@ int main(int argc, char **argv)
 			return commands[i].fn(argc - 1, argv + 1);
 	msg("unknown command '%s' (raidimg --help lists them)", argv[1]);
 	return EXIT_ERR;
+}
+
+int main(int argc, char **argv)
+{
+	if (guard_std_fds() && argc >= 2) {
+		msg("standard output is closed: raidimg writes its results there (give >/dev/null to discard "
+		    "them)");
+		return EXIT_ERR;
+	}
+	return check_stdout(run(argc, argv));
 }

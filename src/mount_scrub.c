@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "mount_scrub.h"
+#include "outfile.h"
 #include "util.h"
 
 #define RECENT_MAX 16                /* mismatch records of a run kept for status */
@@ -815,62 +816,27 @@ static int status_gen(void *priv, char **out, size_t *len)
 /* set-up                                                               */
 /* ------------------------------------------------------------------ */
 
-/* The role of the member image st is, or -1. */
-static int member_role_of(const struct array *a, const struct stat *st)
-{
-	for (int r = 0; r < a->geom.raid_disks; r++) {
-		const struct array_member *m = &a->members[r];
-		struct stat ms;
-
-		if (m->path && !stat(m->path, &ms) && ms.st_dev == st->st_dev && ms.st_ino == st->st_ino)
-			return r;
-	}
-	return -1;
-}
-
-/* Open the log for appending; never one of the member images (looked at
- * before opening, so that it is never even opened for writing, and after). */
+/* Open the log for appending (outfile.h: never evidence, in place). */
 static int open_log(struct mount_scrub *ms, const char *path, char *err, size_t errlen)
 {
-	struct stat st;
-	int fd, ret, role;
+	struct outfile_opts oo = { .append = true };
+	struct outfile of;
+	int ret;
 
-	if (!stat(path, &st) && (role = member_role_of(ms->a, &st)) >= 0) {
-		fmt_err(err, errlen, "%s: the scrub log is one of the member images (role %d)", path, role);
-		return -EINVAL;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		fmt_err(err, errlen, "%s: cannot open the scrub log: %s", path, strerror(errno));
+	ret = outfile_open(&of, path, &oo, err, errlen);
+	if (ret)
 		return ret;
-	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		fmt_err(err, errlen, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	role = member_role_of(ms->a, &st);
-	if (role >= 0) {
-		fmt_err(err, errlen, "%s: the scrub log is one of the member images (role %d)", path, role);
-		ret = -EINVAL;
-		goto fail;
-	}
 	ms->log_path = abs_path(path);
-	ms->log = fdopen(fd, "a");
+	ms->log = outfile_stdio(&of);
+	outfile_abort(&of);         /* the stream holds its own descriptor; nothing to remove */
 	if (!ms->log_path || !ms->log) {
 		fmt_err(err, errlen, "out of memory");
-		ret = -ENOMEM;
-		goto fail;
+		if (ms->log)
+			fclose(ms->log);
+		ms->log = NULL;
+		return -ENOMEM;
 	}
 	return 0;
-fail:
-	if (ms->log)
-		fclose(ms->log);     /* closes fd */
-	else
-		close(fd);
-	ms->log = NULL;
-	return ret;
 }
 
 /* --allow-repair: images marked read-only are refused even for root (whose

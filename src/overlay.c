@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "outfile.h"
 #include "overlay.h"
 #include "util.h"
 #include "zstd_seekable.h"      /* zseek_xxh64 */
@@ -553,39 +554,74 @@ static int lock_file(int fd, int how, bool wait)
 	}
 }
 
+/* Is the file open on fd still the one named path (not unlinked or
+ * replaced by another process while we waited for its lock)? */
+static bool still_named(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) && a.st_nlink > 0 && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* Open the file: create it (O_EXCL first, so *created is exact) or open
- * the existing one; then the lock. */
+ * the existing one; then the lock, on the file still at the path (a mount
+ * that made it and failed removes it: then start again).  Never evidence
+ * (outfile.h): checked before it is opened for writing and after. */
 static int open_file(struct overlay *ov, const struct overlay_open_opts *o, bool *created, char *err,
 		     size_t errlen)
 {
-	int flags = (o->writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+	int flags = (o->writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK;
+	int ret;
 
-	*created = false;
-	if (o->writable && o->create) {
-		ov->fd = open(ov->path, flags | O_CREAT | O_EXCL, 0666);
-		*created = ov->fd >= 0;
+	for (int tries = 0;; tries++) {
+		*created = false;
+		if (o->writable) {
+			ret = evidence_check_path(ov->path, err, errlen);
+			if (ret)
+				return ret;
+		}
+		if (o->writable && o->create) {
+			ov->fd = open(ov->path, flags | O_CREAT | O_EXCL, 0644);
+			*created = ov->fd >= 0;
+		}
+		if (ov->fd < 0)
+			ov->fd = open(ov->path, flags);
+		if (ov->fd < 0) {
+			int e = errno;
+			fmt_err(err, errlen, "%s: cannot open the overlay%s: %s", ov->path,
+				o->writable ? " for writing" : "", strerror(e));
+			return -e;
+		}
+		fcntl(ov->fd, F_SETFL, fcntl(ov->fd, F_GETFL) & ~O_NONBLOCK);
+		ret = o->writable ? evidence_check_fd(ov->fd, ov->path, err, errlen)
+				  : evidence_protect(ov->fd, "the overlay being read");
+		if (ret) {
+			if (!o->writable)
+				fmt_err(err, errlen, "%s: %s", ov->path, strerror(-ret));
+			return ret;
+		}
+		if (lock_file(ov->fd, o->writable ? LOCK_EX : LOCK_SH, !o->allow_in_use)) {
+			if (errno == EWOULDBLOCK && !o->writable && o->allow_in_use) {
+				ov->in_use = true;
+				return 0;
+			}
+			if (errno == EWOULDBLOCK) {
+				fmt_err(err, errlen, "%s: the overlay is in use by another raidimg process (a mount? "
+					"unmount it first)", ov->path);
+				return -EBUSY;
+			}
+			fmt_err(err, errlen, "%s: cannot lock the overlay: %s", ov->path, strerror(errno));
+			return -errno;
+		}
+		if (still_named(ov->fd, ov->path))
+			return 0;
+		close(ov->fd);              /* removed or replaced while we waited: again */
+		ov->fd = -1;
+		if (tries == 10) {
+			fmt_err(err, errlen, "%s: the overlay keeps being replaced by another process", ov->path);
+			return -EBUSY;
+		}
 	}
-	if (ov->fd < 0)
-		ov->fd = open(ov->path, flags);
-	if (ov->fd < 0) {
-		int e = errno;
-		fmt_err(err, errlen, "%s: cannot open the overlay%s: %s", ov->path,
-			o->writable ? " for writing" : "", strerror(e));
-		return -e;
-	}
-	if (!lock_file(ov->fd, o->writable ? LOCK_EX : LOCK_SH, !o->allow_in_use))
-		return 0;
-	if (errno == EWOULDBLOCK && !o->writable && o->allow_in_use) {
-		ov->in_use = true;
-		return 0;
-	}
-	if (errno == EWOULDBLOCK) {
-		fmt_err(err, errlen, "%s: the overlay is in use by another raidimg process (a mount? unmount it "
-			"first)", ov->path);
-		return -EBUSY;
-	}
-	fmt_err(err, errlen, "%s: cannot lock the overlay: %s", ov->path, strerror(errno));
-	return -errno;
 }
 
 /* A new overlay in an empty file: header, then the size (bitmap and data
@@ -714,10 +750,16 @@ int overlay_open(const char *path, const struct overlay_open_opts *o, struct ove
 	*out = ov;
 	return 0;
 fail:
-	if (made)
+	if (made && ov->fd >= 0 && still_named(ov->fd, ov->path))
 		unlink(ov->path);        /* nothing of ours is left behind */
 	overlay_close(ov);
 	return ret;
+}
+
+void overlay_remove(struct overlay *ov)
+{
+	if (ov && ov->fd >= 0 && still_named(ov->fd, ov->path))
+		unlink(ov->path);
 }
 
 const struct overlay_header *overlay_header(const struct overlay *ov)

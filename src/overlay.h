@@ -160,6 +160,10 @@ int overlay_open(const char *path, const struct overlay_open_opts *o, struct ove
 /* Close without writing anything (call overlay_sync first to keep the
  * latest writes).  NULL is fine. */
 void overlay_close(struct overlay *ov);
+/* Remove the overlay's file (one just created by a mount that failed),
+ * only if the path still names this very file: never one another process
+ * made or holds meanwhile. */
+void overlay_remove(struct overlay *ov);
 
 const struct overlay_header *overlay_header(const struct overlay *ov);
 const char *overlay_path(const struct overlay *ov);   /* absolute */

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -33,6 +34,7 @@
 #include <isa-l/raid.h>
 
 #include "parity.h"
+#include "outfile.h"
 #include "scrub.h"
 #include "util.h"
 
@@ -44,6 +46,7 @@
 #define DEFAULT_CHECKPOINT_NS (10ull * 1000000000ull)
 #define DEFAULT_CHECKPOINT_BYTES ((uint64_t)256 << 20)
 #define CHECKPOINT_MAGIC "raidimg-scrub-checkpoint 1"
+#define CHECKPOINT_MAX_BYTES 4096    /* a checkpoint is ~300 bytes */
 
 /* One batch: stripes [s0, s0 + rows), bytes [c0, c0 + cols) of each chunk
  * (cols = the chunk when rows > 1).  Member m's buffer holds its rows back
@@ -890,19 +893,24 @@ static void identity(const struct array *a, char *buf, size_t len)
 
 static int checkpoint_write(struct scrub *s)
 {
-	char tmp[4096], id[512];
+	struct outfile_opts oo = { .replace = true };
+	struct outfile out;
+	char id[512], err[PATH_MAX + 256];
 	uint64_t next = atomic_load(&s->next_stripe);
-	FILE *f;
-	int fd, ret = 0;
+	FILE *f = NULL;
+	int ret;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", s->o.checkpoint_path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+	/* a temporary of its own, renamed over the last checkpoint (outfile.h) */
+	ret = outfile_open(&out, s->o.checkpoint_path, &oo, err, sizeof(err));
+	if (ret) {
+		set_error(s, ret, "cannot write the checkpoint: %s", err);
+		return ret;
+	}
+	f = outfile_stdio(&out);
+	if (!f) {
 		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		set_error(s, ret, "%s: cannot write the checkpoint: %s", tmp, strerror(-ret));
+		outfile_abort(&out);
+		set_error(s, ret, "%s: cannot write the checkpoint: %s", s->o.checkpoint_path, strerror(-ret));
 		return ret;
 	}
 	identity(s->a, id, sizeof(id));
@@ -912,15 +920,17 @@ static int checkpoint_write(struct scrub *s)
 		CHECKPOINT_MAGIC, id, mode_name(s->o.mode), s->o.stripe_begin, s->o.stripe_end, next,
 		atomic_load(&s->mismatches), atomic_load(&s->units), atomic_load(&s->writes),
 		atomic_load(&s->bytes_written), atomic_load(&s->unchecked), atomic_load(&s->read_errors));
-	if (fflush(f) || fsync(fileno(f)))
-		ret = -errno;
+	ret = ferror(f) ? -EIO : 0;
 	if (fclose(f) && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, s->o.checkpoint_path))
-		ret = -errno;
 	if (ret) {
-		unlink(tmp);
+		outfile_abort(&out);
 		set_error(s, ret, "%s: cannot write the checkpoint: %s", s->o.checkpoint_path, strerror(-ret));
+		return ret;
+	}
+	ret = outfile_commit(&out, err, sizeof(err));
+	if (ret) {
+		set_error(s, ret, "cannot write the checkpoint: %s", err);
 		return ret;
 	}
 	s->cp_ns = now_ns();
@@ -949,17 +959,21 @@ static int checkpoint_load(struct scrub *s, char *err, size_t errlen)
 	char line[512], id[512], want_id[512] = "", mode[16] = "";
 	uint64_t b = 0, e = 0, next = 0, c[6] = { 0 };
 	bool have_range = false, have_next = false, magic = false, have_counts = false;
-	FILE *f = fopen(path, "r");
+	char *text, *save = NULL;
+	size_t len;
+	int ret;
 
-	if (!f) {
-		int e0 = errno;
-		if (e0 == ENOENT)
-			return 0;
-		fmt_err(err, errlen, "%s: cannot read the checkpoint: %s", path, strerror(e0));
-		return -e0;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
+	/* it is written over at the next save: never a member, whatever its name */
+	ret = evidence_check_path(path, err, errlen);
+	if (ret)
+		return ret;
+	ret = side_file_read(path, "scrub checkpoint", CHECKPOINT_MAX_BYTES, false, &text, &len, err, errlen);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		snprintf(line, sizeof(line), "%s", l);
 		if (!strcmp(line, CHECKPOINT_MAGIC))
 			magic = true;
 		else if (!strncmp(line, "array ", 6))
@@ -975,7 +989,7 @@ static int checkpoint_load(struct scrub *s, char *err, size_t errlen)
 				&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]) == 6)
 			have_counts = true;
 	}
-	fclose(f);
+	free(text);
 	if (!magic || !have_range || !have_next || !have_counts || !want_id[0] || !mode[0]) {
 		fmt_err(err, errlen, "%s: not a raidimg scrub checkpoint (or a damaged one); remove it to start afresh",
 			path);
@@ -1421,7 +1435,8 @@ static int scrub_run_inner(struct scrub *s)
 			return ret;
 		return -EINTR;
 	}
-	if (s->o.checkpoint_path && unlink(s->o.checkpoint_path) && errno != ENOENT) {
+	if (s->o.checkpoint_path && !evidence_check_path(s->o.checkpoint_path, NULL, 0) &&
+	    unlink(s->o.checkpoint_path) && errno != ENOENT) {
 		set_error(s, -errno, "%s: cannot remove the finished checkpoint: %s", s->o.checkpoint_path,
 			  strerror(errno));
 		atomic_store(&s->state, SCRUB_FAILED);

@@ -2,11 +2,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "sink.h"
 #include "util.h"
 
@@ -15,19 +17,11 @@
 struct sink {
 	struct sink_opts o;
 	enum sink_kind kind;
-	int fd;
-	char *partial;              /* PATH.partial while unfinished, owned; NULL: written in place */
+	int fd;                     /* out.fd, or standard output */
+	struct outfile out;         /* a named output (outfile.h); out.fd < 0 for stdout */
 	uint64_t pos;               /* bytes received */
 	struct zseek_writer *z;     /* SINK_ZSTD, owned */
-	bool finished;
 };
-
-static bool same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
 
 const char *sink_format_name(enum sink_kind k)
 {
@@ -44,43 +38,20 @@ enum sink_kind sink_kind_used(const struct sink *s)
 	return s->kind;
 }
 
-/* Decide how to write path: regular files (new or existing) through
- * PATH.partial; anything else (a device, a FIFO) in place. */
+/* Open the named output (outfile.h: a temporary made complete at the end,
+ * or a device/FIFO in place). */
 static int open_path(struct sink *s)
 {
-	const struct sink_opts *o = &s->o;
-	struct stat st;
+	struct outfile_opts oo = { .replace = s->o.overwrite, .exists_hint = "give --overwrite to replace it" };
+	char err[PATH_MAX + 256];
 
-	for (int i = 0; i < o->nprotect; i++) {
-		if (same_file(o->path, o->protect[i])) {
-			msg("%s: the output is one of the member images; refusing to overwrite evidence", o->path);
-			return -1;
-		}
-	}
-	if (!stat(o->path, &st) && !S_ISREG(st.st_mode)) {
-		if (s->kind == SINK_SPARSE)
-			s->kind = SINK_RAW;     /* holes would keep the old bytes */
-		s->fd = open(o->path, O_WRONLY | O_CLOEXEC);
-		if (s->fd < 0)
-			msg("%s: cannot open: %s", o->path, strerror(errno));
-		return s->fd < 0 ? -1 : 0;
-	}
-	if (!o->overwrite && !access(o->path, F_OK)) {
-		msg("%s: exists; give --overwrite to replace it", o->path);
+	if (outfile_open(&s->out, s->o.path, &oo, err, sizeof(err))) {
+		msg("%s", err);
 		return -1;
 	}
-	if (asprintf(&s->partial, "%s.partial", o->path) < 0) {
-		s->partial = NULL;
-		msg("out of memory");
-		return -1;
-	}
-	s->fd = open(s->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (s->fd < 0) {
-		msg("%s: cannot create: %s", s->partial, strerror(errno));
-		free(s->partial);
-		s->partial = NULL;
-		return -1;
-	}
+	if (!s->out.regular && s->kind == SINK_SPARSE)
+		s->kind = SINK_RAW;     /* holes would keep a device's old bytes */
+	s->fd = s->out.fd;
 	return 0;
 }
 
@@ -96,6 +67,7 @@ int sink_open(struct sink **out, const struct sink_opts *o)
 	s->o = *o;
 	s->kind = o->kind;
 	s->fd = -1;
+	s->out.fd = -1;
 	if (o->path) {
 		if (open_path(s))
 			goto fail;
@@ -123,7 +95,7 @@ fail:
 
 static const char *sink_name(const struct sink *s)
 {
-	return s->partial ? s->partial : s->o.path ? s->o.path : "standard output";
+	return s->o.path ? s->o.path : "standard output";
 }
 
 static bool zero_block(const uint8_t *p, size_t len)
@@ -182,31 +154,24 @@ int sink_write(struct sink *s, const uint8_t *buf, size_t len)
 
 int sink_finish(struct sink *s)
 {
+	char err[PATH_MAX + 256];
 	int ret = 0;
 
 	if (s->kind == SINK_ZSTD)
 		ret = zseek_writer_finish(s->z);
 	else if (s->kind == SINK_SPARSE && ftruncate(s->fd, (off_t)s->pos))
 		ret = -errno;
-	if (!ret && s->fd != STDOUT_FILENO && s->partial && fsync(s->fd))
-		ret = -errno;
 	if (ret) {
 		msg("%s: %s", sink_name(s), strerror(-ret));
 		return -1;
 	}
-	if (s->fd != STDOUT_FILENO) {
-		ret = close(s->fd);
+	if (s->out.fd >= 0) {
 		s->fd = -1;
-		if (ret) {
-			msg("%s: %s", sink_name(s), strerror(errno));
+		if (outfile_commit(&s->out, err, sizeof(err))) {
+			msg("%s", err);
 			return -1;
 		}
 	}
-	if (s->partial && rename(s->partial, s->o.path)) {
-		msg("%s: cannot rename to %s: %s", s->partial, s->o.path, strerror(errno));
-		return -1;
-	}
-	s->finished = true;
 	return 0;
 }
 
@@ -215,10 +180,6 @@ void sink_free(struct sink *s)
 	if (!s)
 		return;
 	zseek_writer_free(s->z);
-	if (s->fd >= 0 && s->fd != STDOUT_FILENO)
-		close(s->fd);
-	if (s->partial && !s->finished)
-		unlink(s->partial);
-	free(s->partial);
+	outfile_abort(&s->out);     /* an unfinished output leaves nothing */
 	free(s);
 }

@@ -21,15 +21,14 @@ struct sink_opts {
 	enum sink_kind kind;
 	bool overwrite;             /* replace an existing regular file */
 	struct zseek_wopts z;       /* SINK_ZSTD */
-	const char *const *protect; /* member images: never the output */
-	int nprotect;
 };
 
 struct sink;
 
-/* Open the output.  A regular file is written as PATH.partial and renamed
- * on sink_finish; an existing PATH is refused unless overwrite.  0 or -1
- * (message printed).  *out owned by the caller: sink_free(). */
+/* Open the output (outfile.h: never evidence; a regular file is written
+ * under a temporary and named on sink_finish; an existing PATH is refused
+ * unless overwrite).  0 or -1 (message printed).  *out owned by the caller:
+ * sink_free(). */
 int sink_open(struct sink **out, const struct sink_opts *o);
 /* Append len bytes.  0 or -1 (message printed). */
 int sink_write(struct sink *s, const uint8_t *buf, size_t len);
@@ -38,7 +37,7 @@ int sink_finish(struct sink *s);
 /* Kind actually used (SINK_SPARSE falls back to SINK_RAW for non-files). */
 enum sink_kind sink_kind_used(const struct sink *s);
 const char *sink_format_name(enum sink_kind k);   /* "raw", "raw-sparse", "zstd-seekable" */
-/* Close; an unfinished PATH.partial is removed.  NULL is fine. */
+/* Close; an unfinished output leaves nothing.  NULL is fine. */
 void sink_free(struct sink *s);
 
 #endif

@@ -22,9 +22,7 @@ static bool looks_zstd(const char *path, int flags)
 	bool ret = false;
 	int fd;
 
-	if (flags & SOURCE_CREATE)
-		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);     /* a FIFO must not hang us */
 	if (fd < 0)
 		return false;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 4 || pread(fd, b, 4, 0) != 4)

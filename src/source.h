@@ -42,14 +42,17 @@ struct source {
 
 enum {
 	SOURCE_READ = 0,
-	SOURCE_WRITE = 1,      /* open O_RDWR: only for repair/rebuild/create */
-	SOURCE_CREATE = 2,     /* with WRITE: create/truncate (create, rebuild -o) */
+	SOURCE_WRITE = 1,      /* open O_RDWR: only for repair */
 };
 
 /* Open path as the right kind of source (raw image for now).  On error
  * returns -errno and, if err is not NULL, a message naming the file. */
 int source_open(const char *path, int flags, struct source **out, char *err, size_t errlen);
 int source_open_raw(const char *path, int flags, struct source **out, char *err, size_t errlen);
+/* A writable raw source over a duplicate of fd, a new image being written
+ * (create, rebuild: the fd of an outfile, which names and commits it).
+ * Not registered as evidence. */
+int source_wrap_fd(int fd, const char *path, struct source **out, char *err, size_t errlen);
 /* A zstd seekable-format image (source_zstd.c), read-only; its size is the
  * decompressed size.  source_open picks it for files starting with the zstd
  * magic (see source.c). */

@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <limits.h>
+
+#include "outfile.h"
 #include "source.h"
 #include "util.h"
 
@@ -117,25 +120,14 @@ static const struct source_ops raw_ops = {
 	.close = raw_close,
 };
 
-int source_open_raw(const char *path, int flags, struct source **out, char *err, size_t errlen)
+/* Wrap fd (owned from now on) as a raw source of path. */
+static int raw_wrap(int fd, const char *path, int flags, struct source **out, char *err, size_t errlen)
 {
 	struct source *s = NULL;
 	struct raw_priv *rp = NULL;
 	struct stat st;
-	int oflags = O_CLOEXEC;
-	int fd = -1;
 	int ret;
 
-	if (flags & SOURCE_WRITE)
-		oflags |= O_RDWR | ((flags & SOURCE_CREATE) ? O_CREAT | O_TRUNC : 0);
-	else
-		oflags |= O_RDONLY;
-	fd = open(path, oflags, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		fmt_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		goto fail;
-	}
 	if (fstat(fd, &st)) {
 		ret = -errno;
 		fmt_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
@@ -175,6 +167,8 @@ int source_open_raw(const char *path, int flags, struct source **out, char *err,
 	} else {
 		s->size = (uint64_t)st.st_size;
 	}
+	/* opened O_NONBLOCK so that a FIFO could not hang the open */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	/* Sequential hint: members are mostly streamed in large pieces. */
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	rp->fd = fd;
@@ -188,7 +182,42 @@ fail:
 		free(s->path);
 	free(rp);
 	free(s);
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	return ret;
+}
+
+int source_open_raw(const char *path, int flags, struct source **out, char *err, size_t errlen)
+{
+	char what[64 + PATH_MAX];
+	char *abs;
+	int fd, ret;
+
+	fd = open(path, O_CLOEXEC | O_NONBLOCK | ((flags & SOURCE_WRITE) ? O_RDWR : O_RDONLY));
+	if (fd < 0) {
+		ret = -errno;
+		fmt_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return ret;
+	}
+	/* no output of this run may land on it (outfile.h) */
+	abs = abs_path(path);
+	snprintf(what, sizeof(what), "the image %s given as input", abs ? abs : path);
+	free(abs);
+	ret = evidence_protect(fd, what);
+	if (ret) {
+		fmt_err(err, errlen, "%s: %s", path, strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	return raw_wrap(fd, path, flags, out, err, errlen);
+}
+
+int source_wrap_fd(int fd, const char *path, struct source **out, char *err, size_t errlen)
+{
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	if (dup_fd < 0) {
+		fmt_err(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	return raw_wrap(dup_fd, path, SOURCE_WRITE, out, err, errlen);
 }

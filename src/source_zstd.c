@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 
 #include <zstd.h>
 
+#include "outfile.h"
 #include "source.h"
 #include "util.h"
 #include "zstd_seekable.h"
@@ -547,7 +549,7 @@ int source_open_zstd(const char *path, int flags, struct source **out, char *err
 		fmt_err(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
-	p->fd = open(path, O_RDONLY | O_CLOEXEC);
+	p->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (p->fd < 0) {
 		ret = -errno;
 		fmt_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -557,6 +559,23 @@ int source_open_zstd(const char *path, int flags, struct source **out, char *err
 		ret = -EINVAL;
 		fmt_err(err, errlen, "%s: a zstd image must be a regular file", path);
 		goto fail;
+	}
+	s->path = abs_path(path);
+	if (!s->path) {
+		ret = -ENOMEM;
+		fmt_err(err, errlen, "%s: out of memory", path);
+		goto fail;
+	}
+	{
+		char what[64 + PATH_MAX];
+
+		/* no output of this run may land on it (outfile.h) */
+		snprintf(what, sizeof(what), "the image %s given as input", s->path);
+		ret = evidence_protect(p->fd, what);
+		if (ret) {
+			fmt_err(err, errlen, "%s: %s", path, strerror(-ret));
+			goto fail;
+		}
 	}
 	ret = zseek_table_read(p->fd, (uint64_t)st.st_size, &p->t, why, sizeof(why));
 	if (ret == -ENOMSG) {
@@ -572,8 +591,7 @@ int source_open_zstd(const char *path, int flags, struct source **out, char *err
 	if (ret)
 		goto fail;
 	ret = cache_init(p);
-	s->path = abs_path(path);
-	if (ret || !s->path) {
+	if (ret) {
 		ret = -ENOMEM;
 		fmt_err(err, errlen, "%s: out of memory", path);
 		goto fail;

@@ -45,7 +45,7 @@ expect_fail "manual options without --level" "give --level" "$RAIDIMG" cat --chu
 expect_fail "bad layout name" "layout.*not a RAID5 layout" "$RAIDIMG" cat --level 5 --layout sideways "${m[@]}"
 expect_fail "--order out of range" "order.*image index" "$RAIDIMG" cat --level 5 --order 0,1,2,7 "${m[@]}"
 expect_fail "same image twice" "given twice" "$RAIDIMG" cat "${m[0]}" "${m[0]}" "${m[@]:2}"
-expect_fail "output onto a member" "member images.*refusing" "$RAIDIMG" cat -o "${m[0]}" "${m[@]}"
+expect_fail "output onto a member" "member0.img: is the image .*member0.img given as input; refusing to write over evidence" "$RAIDIMG" cat -o "${m[0]}" "${m[@]}"
 expect_fail "unknown command" "unknown command" "$RAIDIMG" frobnicate
 expect_fail "no members" "no member images|Usage" "$RAIDIMG" cat
 

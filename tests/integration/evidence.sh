@@ -123,21 +123,6 @@ if "$RAIDIMG" replay --help >/dev/null 2>&1 && [ -f "$TMP/export.rec" ]; then
 fi
 
 # ---- mount: read the image through FUSE, then unmount ----
-fuse_usable() {
-	local d=$TMP/fuse-probe pid
-	[ -e /dev/fuse ] && [ -x "$NULLFS" ] || return 1
-	mkdir -p "$d"
-	"$NULLFS" 4096 "$d" >/dev/null 2>&1 &
-	pid=$!
-	if ! wait_until 10 is_mounted "$d"; then
-		kill "$pid" 2>/dev/null
-		wait_pid "$pid" 5
-		return 1
-	fi
-	unmount_now "$d"
-	wait_pid "$pid" >/dev/null
-	return 0        # (whatever nullfs's exit status: under ASan it reports libfuse's leaks)
-}
 if ! "$RAIDIMG" mount --help >/dev/null 2>&1; then
 	echo "note: no mount command in this build"
 elif ! fuse_usable; then

@@ -32,15 +32,24 @@ mountpoint_dir() {
 	echo "$d"
 }
 
-# require_fuse: skip (77) unless a FUSE file system can really be mounted
-# here; probed with the independent tests/helpers/nullfs, so a bug in
-# raidimg mount cannot turn into a skip.
-require_fuse() {
+# fuse_usable: can a FUSE file system really be mounted here?  Probed with
+# the independent tests/helpers/nullfs, so a bug in raidimg mount cannot
+# turn into a skip; the reason it cannot is in $TMP/probe.err.
+fuse_usable() {
 	local d pid
-	[ -e /dev/fuse ] || skip "/dev/fuse does not exist (no FUSE in this kernel or container)"
+	if [ ! -e /dev/fuse ]; then
+		echo "/dev/fuse does not exist (no FUSE in this kernel or container)" >"$TMP/probe.err"
+		return 1
+	fi
 	if [ "$(id -u)" -ne 0 ]; then
-		command -v fusermount3 >/dev/null || skip "fusermount3 is not installed (package fuse3)"
-		[ -u "$(command -v fusermount3)" ] || skip "fusermount3 is not setuid root"
+		if ! command -v fusermount3 >/dev/null; then
+			echo "fusermount3 is not installed (package fuse3)" >"$TMP/probe.err"
+			return 1
+		fi
+		if ! [ -u "$(command -v fusermount3)" ]; then
+			echo "fusermount3 is not setuid root" >"$TMP/probe.err"
+			return 1
+		fi
 	fi
 	[ -x "$NULLFS" ] || { fail "$NULLFS is missing (make builds it)"; finish; }
 	d=$(mountpoint_dir fuse-probe)
@@ -49,11 +58,17 @@ require_fuse() {
 	if ! wait_until 10 is_mounted "$d"; then
 		kill "$pid" 2>/dev/null
 		wait_pid "$pid" 5
-		skip "FUSE is not usable here: a test mount failed: $(head -c 300 "$TMP/probe.err")"
+		sed -i '1s/^/a test mount failed: /' "$TMP/probe.err"
+		return 1
 	fi
 	unmount_now "$d"
-	wait_pid "$pid" >/dev/null
+	wait_pid "$pid" >/dev/null   # (whatever nullfs's exit status: under ASan it reports libfuse's leaks)
 	return 0
+}
+
+# require_fuse: skip (77) unless a FUSE file system can really be mounted here
+require_fuse() {
+	fuse_usable || skip "FUSE is not usable here: $(head -c 300 "$TMP/probe.err")"
 }
 
 # unmount_now MNT: unmount MNT (fusermount3 -u, else umount), retrying every

@@ -188,7 +188,7 @@ sha_junk=$(sha "$TMP/junk")
 expect_fail "a file that is not an overlay" "not a raidimg overlay.*refusing" \
 	"$RAIDIMG" mount --overlay "$TMP/junk" "${imgs[@]}" "$(mountpoint_dir junk)"
 check "that file is untouched" test "$(sha "$TMP/junk")" = "$sha_junk"
-expect_fail "a member image as the overlay" "one of the member images" \
+expect_fail "a member image as the overlay" "is the image .* given as input; refusing to write over evidence" \
 	"$RAIDIMG" mount --overlay "${imgs[2]}" "${imgs[@]}" "$(mountpoint_dir member)"
 expect_fail "--overlay with --allow-repair" "allow-repair" \
 	"$RAIDIMG" mount --overlay "$TMP/new.ovl" --allow-repair "${imgs[@]}" "$(mountpoint_dir repair)"

@@ -54,7 +54,7 @@ mkdir -p "$W"
 expect_fail "rebuild without --role" "rebuild needs the members, --role K and -o" "$RAIDIMG" rebuild -o "$W/x.img" "${A[@]}"
 expect_fail "rebuild of a role the array lacks" "role 7: the array has roles 0-3" \
 	"$RAIDIMG" rebuild --role 7 -o "$W/x.img" "${A[@]}"
-expect_fail "rebuild onto a member" "the output is one of the member images" \
+expect_fail "rebuild onto a member" "is the image .*member1.img given as input; refusing to write over evidence" \
 	"$RAIDIMG" rebuild --role 1 -o "${A[1]}" "${A[@]}"
 : >"$W/exists.img"
 expect_fail "rebuild onto an existing file" "exists.img: exists; refusing to overwrite it \\(--overwrite" \

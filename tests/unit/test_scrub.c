@@ -323,7 +323,11 @@ START_TEST(test_rebuild_every_role)
 			struct source *dst = NULL;
 			uint8_t *buf = malloc(f.member_bytes);
 
-			ck_assert_int_eq(source_open_raw(out, SOURCE_WRITE | SOURCE_CREATE, &dst, err, sizeof(err)), 0);
+			int ofd = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+			ck_assert_int_ge(ofd, 0);
+			ck_assert_int_eq(source_wrap_fd(ofd, out, &dst, err, sizeof(err)), 0);
+			close(ofd);
 			ck_assert_int_eq(dst->ops->truncate(dst, f.member_bytes), 0);
 			o = opts_for(SCRUB_REBUILD, &seen);
 			o.rebuild_role = K;
