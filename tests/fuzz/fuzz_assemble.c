@@ -1,12 +1,12 @@
 /* fuzz_assemble.c - hostile superblocks all the way through: assembly from
- * several member images (memfd files, so the real source_open path is
- * used) and reads of the array they form.
+ * several member images (in memory, tests/common/mem_source, through
+ * array_assemble_sources) and reads of the array they form.
  *
  * Input: u8 flags (bit 0: fix each block's md checksum, bit 1: --force),
  * u8 members (1 + n % 6), u32 LE sectors per image (24 .. 65536), then
  * blocks: u8 member, u8 where (0: sector 0, 1: sector 8, 2: the 1.0 place,
  * 3: the 0.90 place, else: a u16 sector follows), u16 LE length (<= 4096),
- * the bytes.
+ * the bytes (at most MEM_MAX_BLOCKS blocks per member are kept).
  * Properties: no crash, no huge allocation (run with -malloc_limit_mb),
  * assembly refuses or gives a geometry that layout_check accepts and sizes
  * that fit the images' claims (both geometries of a reshape); array_read of the start, middle and end
@@ -17,12 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "array.h"
 #include "fuzz.h"
-#include "metadata.h"
+#include "mem_source.h"
+#include "probe.h"
 
 #define MAX_MEMBERS 6
 #define READ_MAX (256u << 10)
@@ -102,52 +101,53 @@ static void check_array(struct array *a)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t block[4096];
+	static uint8_t arena[MAX_MEMBERS][MEM_MAX_BLOCKS][4096];
+	static struct mem_image img[MAX_MEMBERS];
 	struct fuzz_in in = { data, size };
 	struct assemble_opts o = { .open_flags = SOURCE_READ };
-	char names[MAX_MEMBERS][64], err[1024];
-	const char *paths[MAX_MEMBERS];
-	int fds[MAX_MEMBERS], n, made = 0;
+	struct source *srcs[MAX_MEMBERS];
+	const char *names[MAX_MEMBERS] = { "m0", "m1", "m2", "m3", "m4", "m5" };
+	char err[1024];
 	uint8_t flags = fuzz_u8(&in);
 	uint64_t sectors;
 	struct array *a = NULL;
+	int n;
 
 	err[0] = '\0';
 	n = 1 + fuzz_u8(&in) % MAX_MEMBERS;
 	sectors = 24 + fuzz_u32(&in) % (65536 - 24 + 1);
-	o.force = flags & 2;
-	for (; made < n; made++) {
-		fds[made] = memfd_create("member", MFD_CLOEXEC);
-		if (fds[made] < 0 || ftruncate(fds[made], (off_t)(sectors * 512)))
-			goto out;
-		snprintf(names[made], sizeof(names[made]), "/proc/self/fd/%d", fds[made]);
-		paths[made] = names[made];
-	}
+	o.g.force = flags & 2;
+	for (int m = 0; m < n; m++)
+		img[m] = (struct mem_image){ .size = sectors * 512 };
 	while (in.left) {
 		int m = fuzz_u8(&in) % n;
 		uint64_t sector = where_sector(&in, sectors);
 		size_t want = fuzz_u16(&in) % 4097, len;
 		const uint8_t *p = fuzz_bytes(&in, want, &len);
+		struct mem_image *im = &img[m];
 
-		if (sector == UINT64_MAX)
+		if (sector == UINT64_MAX || im->nblocks == MEM_MAX_BLOCKS)
 			continue;
-		memcpy(block, p, len);
+		memcpy(arena[m][im->nblocks], p, len);
 		if (flags & 1)
-			fuzz_fix_md_csum(block, len);
+			fuzz_fix_md_csum(arena[m][im->nblocks], len);
 		if (sector * 512 + len > sectors * 512)
 			len = (size_t)(sectors * 512 - sector * 512);
-		if (pwrite(fds[m], block, len, (off_t)(sector * 512)) != (ssize_t)len)
-			goto out;
+		im->blocks[im->nblocks++] = (struct mem_block){ sector * 512, len, arena[m][im->nblocks] };
 	}
-	if (array_assemble(paths, n, &o, &a, err, sizeof(err)) == 0) {
+	for (int m = 0; m < n; m++) {
+		srcs[m] = mem_source_new(&img[m], names[m]);
+		if (!srcs[m]) {
+			while (m--)
+				source_close(srcs[m]);
+			return 0;
+		}
+	}
+	if (array_assemble_sources(srcs, names, n, &o, &a, err, sizeof(err)) == 0) {
 		check_array(a);
 		array_free(a);
 	} else if (!err[0]) {
-		fuzz_fail("array_assemble failed without a message");
+		fuzz_fail("array_assemble_sources failed without a message");
 	}
-out:
-	for (int i = 0; i < made; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
 	return 0;
 }

@@ -1,7 +1,8 @@
-/* fuzz_geometry.c - the command-line geometry: array_args_opt and
- * array_args_prepare (--level, --layout, --chunk, --order, sizes, the
+/* fuzz_geometry.c - the command-line geometry: geom_args_opt and
+ * geom_args_prepare (--level, --layout, --chunk, --order, sizes, the
  * images and 'missing'), parse_size, layout_from_name, and for every
- * geometry they accept the block mapping of layout.c.
+ * geometry they accept the block mapping of layout.c.  Links only the
+ * pure core.
  *
  * Input: records of u8 what, then a NUL-terminated string (the rest of the
  * input if there is no NUL).  what % 9: 0..6 = --level, --layout, --chunk,
@@ -16,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "fuzz.h"
+#include "geom_args.h"
 #include "layout.h"
 #include "util.h"
 
@@ -123,8 +124,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static char arena[1 << 16];
 	static char *argv[MAX_ARGS];
-	static struct array_args aa;
-	static const int opts[] = { 0x1001, 0x1002, 0x1003, 0x1004, 0x1005, 0x1006, 0x1007 };
+	static struct geom_args ga;
+	static const int opts[] = { GEOM_OPT_LEVEL, GEOM_OPT_LAYOUT, GEOM_OPT_CHUNK, GEOM_OPT_ORDER,
+				    GEOM_OPT_DATA_OFFSET, GEOM_OPT_MEMBER_SIZE, GEOM_OPT_FORCE };
+	char err[512];
 	struct fuzz_in in = { data, size };
 	size_t used = 0;
 	int argc = 0;
@@ -132,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > sizeof(arena) / 2)
 		return 0;
-	array_args_init(&aa);
+	geom_args_init(&ga);
 	while (in.left) {
 		uint8_t what = fuzz_u8(&in) % 9;
 		const uint8_t *nul = memchr(in.p, '\0', in.left);
@@ -146,14 +149,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		used += got + 1;
 		check_string(s);
 		if (what < 7) {
-			if (ok && array_args_opt(&aa, opts[what], s) < 0)
+			if (ok && geom_args_opt(&ga, opts[what], s, err, sizeof(err)) < 0)
 				ok = false;
 		} else if (argc < MAX_ARGS) {
 			argv[argc++] = what == 7 ? s : (char *)"missing";
 		}
 	}
-	if (ok && array_args_prepare(&aa, argc, argv) == 0 && aa.ao.manual)
-		check_geometry(&aa.ao.geom);
-	array_args_free(&aa);
+	if (ok && geom_args_prepare(&ga, argc, argv, err, sizeof(err)) == 0 && ga.manual)
+		check_geometry(&ga.geom);
+	geom_args_free(&ga);
 	return 0;
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "metadata.h"
+#include "format.h"
 
 static void check_sane(const struct member_meta *m)
 {

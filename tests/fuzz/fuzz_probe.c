@@ -13,7 +13,7 @@
 
 #include "fuzz.h"
 #include "mem_source.h"
-#include "metadata.h"
+#include "probe.h"
 
 static uint64_t where_sector(struct fuzz_in *in, uint64_t sectors)
 {

@@ -140,7 +140,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fuse_fs_demo MEMBER... MOUNTPOINT\n");
 		return 2;
 	}
-	if (array_assemble((const char *const *)argv + 1, argc - 2, &ao, &a, err, sizeof(err))) {
+	ao.g.paths = (const char **)argv + 1;
+	ao.g.npaths = argc - 2;
+	if (array_assemble(&ao, &a, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
 		return 2;
 	}

@@ -171,7 +171,7 @@ c=r5-ls-4x8M-64K-md12
 d=$(fixture_dir "$c")
 off=$(( $(mf "$c" '.members[0].data_offset_bytes') + 5 * 65536 ))
 RAIDIMG_FAULTS="$d/member0.img:eio@$off+65536;$d/member1.img:eio@$off+65536" \
-	"$RAIDIMG" cat --provenance "$TMP/bad.map" -o "$TMP/bad.img" "$d"/member*.img 2>"$TMP/err"
+	"$RAIDIMG_FAULTY" cat --provenance "$TMP/bad.map" -o "$TMP/bad.img" "$d"/member*.img 2>"$TMP/err"
 check "unreadable: cat fails" test $? -eq 2
 last=$(tail -1 "$TMP/bad.map")
 check "unreadable: the map ends with it ($last)" test "$(echo "$last" | jq -r .source)" = unreadable

@@ -100,7 +100,7 @@ c=r5-ls-4x8M-64K-md12
 dir=$(fixture_dir "$c")
 off=$(( $(mf "$c" '.members[0].data_offset_bytes') + 3 * 65536 ))
 export RAIDIMG_FAULTS="$dir/member0.img:eio@$off+4096;$dir/member1.img:eio@$off+4096"
-if "$RAIDIMG" export -o "$TMP/failed.img" "$dir"/member*.img 2>"$TMP/err"; then
+if "$RAIDIMG_FAULTY" export -o "$TMP/failed.img" "$dir"/member*.img 2>"$TMP/err"; then
 	fail "export through two failing members succeeded"
 else
 	check "failed export says where ($(grep -m1 'cannot be read' "$TMP/err"))" grep -q "cannot be read" "$TMP/err"

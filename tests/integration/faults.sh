@@ -19,7 +19,7 @@ ls_q() { echo $(((2 * $2 - $3 % $2) % $2)); }     # (p + 1) mod n
 # $TMP/NAME.out, stderr in $TMP/NAME.err, exit status in $rc
 run() {
 	local name=$1 faults=$2; shift 2
-	RAIDIMG_FAULTS=$faults "$RAIDIMG" cat --stats "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+	RAIDIMG_FAULTS=$faults "$RAIDIMG_FAULTY" cat --stats "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
 	rc=$?
 }
 stat_of() { grep '^{' "$TMP/$1.err" | tail -n1 | jq -r ".$2"; }
@@ -205,10 +205,14 @@ check "a malformed RAIDIMG_FAULTS is an error, not ignored" \
 run bad-kind "${m5[0]}:slow@0+1" "${m5[@]}"
 check "an unknown fault kind is an error" grep -q "kind must be eio or short" "$TMP/bad-kind.err"
 # a failing superblock read: a clear message naming the file
-RAIDIMG_FAULTS="${m5[0]}:4K+4K" "$RAIDIMG" examine "${m5[@]}" >"$TMP/ex.out" 2>"$TMP/ex.err"
+RAIDIMG_FAULTS="${m5[0]}:4K+4K" "$RAIDIMG_FAULTY" examine "${m5[@]}" >"$TMP/ex.out" 2>"$TMP/ex.err"
 check "a failing superblock read names the image and the error" \
 	grep -q "member0.img.*Input/output error" "$TMP/ex.err"
 # without the variable nothing is wrapped (no warning)
 "$RAIDIMG" cat --length 1M "${m5[@]}" >/dev/null 2>"$TMP/nofault.err"
 check "without RAIDIMG_FAULTS there is no fault source" test ! -s "$TMP/nofault.err"
+# raidimg itself has no fault source at all: the variable is ignored
+RAIDIMG_FAULTS="${m5[0]}:0+1G" "$RAIDIMG" cat --length 1M "${m5[@]}" >"$TMP/prod.out" 2>"$TMP/prod.err"; rc=$?
+check "raidimg (not the test build) ignores RAIDIMG_FAULTS: reads fine, says nothing" \
+	test $rc = 0 -a ! -s "$TMP/prod.err" -a "$(stat -c %s "$TMP/prod.out")" = 1048576
 finish

@@ -4,6 +4,8 @@ set -u
 RAIDIMG=${RAIDIMG:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/src/raidimg}
 SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BUILDDIR=${BUILDDIR:-$SRCDIR}
+# raidimg with the fault injector RAIDIMG_FAULTS (tests/helpers/source_fault.c)
+RAIDIMG_FAULTY=${RAIDIMG_FAULTY:-$BUILDDIR/tests/helpers/raidimg-faulty}
 FIXTURES=$SRCDIR/tests/fixtures/md
 CACHE=$BUILDDIR/tests/cache
 

@@ -139,7 +139,7 @@ expect_fail "scrub options with a file as the mountpoint" "directory as the moun
 check "... no log made" test ! -e "$TMP/x.log"
 expect_fail "--name sync_action" "sync_action.*control files" \
 	"$RAIDIMG" mount --name sync_action "${imgs[@]}" "$(mountpoint_dir n1)"
-expect_fail "--scrub-log a member image" "member images" \
+expect_fail "--scrub-log a member image" "member1.img: is the image .* given as input; refusing to write over evidence \(the scrub log\)" \
 	"$RAIDIMG" mount --scrub-log "${imgs[1]}" "${imgs[@]}" "$(mountpoint_dir n2)"
 expect_fail "--scrub-log in a missing directory" "nodir/x.log.*scrub log" \
 	"$RAIDIMG" mount --scrub-log "$TMP/nodir/x.log" "${imgs[@]}" "$(mountpoint_dir n3)"

@@ -12,7 +12,7 @@ row() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1"):eio@$((1048576 + $
 
 c=r6-ls-6x6M-64K-md12
 dir=$(fixture_dir "$c")
-RAIDIMG_FAULTS=$(row "$dir/member1.img" 10) "$RAIDIMG" scrub --json "$dir"/*.img >"$TMP/o.jsonl" 2>"$TMP/err"; rc=$?
+RAIDIMG_FAULTS=$(row "$dir/member1.img" 10) "$RAIDIMG_FAULTY" scrub --json "$dir"/*.img >"$TMP/o.jsonl" 2>"$TMP/err"; rc=$?
 check "RAID6, EIO in one chunk: exit 2 (got $rc)" test $rc -eq 2
 check "RAID6, EIO in one chunk: 1 read error, every stripe checked, no mismatch" \
 	jqt 'select(.type == "summary") | .read_errors == 1 and .stripes_unchecked == 0 and .mismatches == 0 and .result == "read-errors"' "$TMP/o.jsonl"
@@ -21,19 +21,19 @@ check "RAID6, EIO: says so" grep -q "1 member read errors" "$TMP/err"
 # the corrupted RAID6 with its P chunk of the bad row unreadable: found through Q
 c=r6-ls-5x6M-64K-baddata           # row 9: P on role 0, bad data on role 2
 dir=$(fixture_dir "$c")
-RAIDIMG_FAULTS=$(row "$dir/member0.img" 9) "$RAIDIMG" scrub --json "$dir"/*.img >"$TMP/o.jsonl" 2>/dev/null; rc=$?
+RAIDIMG_FAULTS=$(row "$dir/member0.img" 9) "$RAIDIMG_FAULTY" scrub --json "$dir"/*.img >"$TMP/o.jsonl" 2>/dev/null; rc=$?
 check "RAID6 baddata, P unreadable: exit 1 (got $rc)" test $rc -eq 1
 check "RAID6 baddata, P unreadable: degraded mismatch at the bad bytes" jqt -s \
 	'[.[] | select(.type == "mismatch")] | length == 1 and .[0].kind == "degraded" and .[0].stripe == 9 and .[0].chunk_offset == 1024 and .[0].length == 16' "$TMP/o.jsonl"
 mkdir -p "$TMP/rw" && cp "$dir"/*.img "$TMP/rw/" && chmod 644 "$TMP/rw"/*.img
-RAIDIMG_FAULTS=$(row "$TMP/rw/member0.img" 9) "$RAIDIMG" scrub --repair --json "$TMP/rw"/*.img >"$TMP/o.jsonl" 2>/dev/null; rc=$?
+RAIDIMG_FAULTS=$(row "$TMP/rw/member0.img" 9) "$RAIDIMG_FAULTY" scrub --repair --json "$TMP/rw"/*.img >"$TMP/o.jsonl" 2>/dev/null; rc=$?
 check "repair with P unreadable there: reported, not repaired, nothing written (exit $rc)" jqt -s \
 	'[.[] | select(.type == "mismatch")][0].repaired == false and ([.[] | select(.type == "write")] | length) == 0' "$TMP/o.jsonl"
 check "...the images are unchanged" cmp -s "$TMP/rw/member2.img" "$dir/member2.img"
 
 c=r5-ls-4x8M-64K-md12
 dir=$(fixture_dir "$c")
-RAIDIMG_FAULTS=$(row "$dir/member2.img" 7) "$RAIDIMG" scrub --json "$dir"/*.img >"$TMP/o.jsonl" 2>"$TMP/err"; rc=$?
+RAIDIMG_FAULTS=$(row "$dir/member2.img" 7) "$RAIDIMG_FAULTY" scrub --json "$dir"/*.img >"$TMP/o.jsonl" 2>"$TMP/err"; rc=$?
 check "RAID5, EIO in one chunk: exit 2 (got $rc)" test $rc -eq 2
 check "RAID5, EIO in one chunk: that stripe alone is unchecked" \
 	jqt 'select(.type == "summary") | .read_errors == 1 and .stripes_unchecked == 1 and .next_stripe == .stripes_total' "$TMP/o.jsonl"
@@ -41,14 +41,14 @@ check "RAID5, EIO in one chunk: that stripe alone is unchecked" \
 # rebuild: RAID6 missing 1 and 4, EIO on another member: not rebuildable there
 c=r6-ls-6x6M-64K-missing1-4
 dir=$(fixture_dir "$c")
-RAIDIMG_FAULTS=$(row "$dir/member3.img" 12) "$RAIDIMG" rebuild --role 1 -o "$TMP/new1.img" "$dir"/*.img \
+RAIDIMG_FAULTS=$(row "$dir/member3.img" 12) "$RAIDIMG_FAULTY" rebuild --role 1 -o "$TMP/new1.img" "$dir"/*.img \
 	>/dev/null 2>"$TMP/err"; rc=$?
 check "rebuild with 3 roles lost in a stripe: exit 2 (got $rc)" test $rc -eq 2
 check "...names the stripe and the roles" grep -q "stripe 12: role 1 cannot be rebuilt: roles 3, 4 cannot be read there" "$TMP/err"
 check "...and leaves no partial image" test ! -e "$TMP/new1.img"
 # RAID6 missing 1 only (4 rebuilt first), EIO on another member: still rebuildable
 "$RAIDIMG" rebuild --role 4 -o "$TMP/new4.img" "$dir"/*.img >/dev/null 2>&1
-RAIDIMG_FAULTS=$(row "$dir/member3.img" 12) "$RAIDIMG" rebuild --role 1 -o "$TMP/new1.img" "$dir"/*.img "$TMP/new4.img" \
+RAIDIMG_FAULTS=$(row "$dir/member3.img" 12) "$RAIDIMG_FAULTY" rebuild --role 1 -o "$TMP/new1.img" "$dir"/*.img "$TMP/new4.img" \
 	>/dev/null 2>"$TMP/err"; rc=$?
 check "rebuild with 2 roles lost in a stripe: exit 0 (got $rc: $(grep -v RAIDIMG_FAULTS "$TMP/err" | head -c 200))" test $rc -eq 0
 got=$("$RAIDIMG" cat "$dir"/*.img "$TMP/new4.img" "$TMP/new1.img" 2>/dev/null | sha256sum | cut -d' ' -f1)

@@ -81,7 +81,7 @@ stress complete "${m[@]}"
 # degraded RAID6: member 4 absent, members 1 and 3 failing in places (never
 # together with another failure in one 4K block)
 f="${m[1]}:1M+64K,3M+4K,5M+100K;${m[3]}:2M+64K,4M+8K"
-RAIDIMG_FAULTS=$f stress degraded-failing "${m[0]}" "${m[1]}" "${m[2]}" "${m[3]}" "${m[5]}"
+RAIDIMG=$RAIDIMG_FAULTY RAIDIMG_FAULTS=$f stress degraded-failing "${m[0]}" "${m[1]}" "${m[2]}" "${m[3]}" "${m[5]}"
 check "degraded-failing: read errors were recovered (status)" \
 	test "$(jq '[.. | objects | .read_errors_recovered? // empty] | max' "$TMP/degraded-failing.status")" -gt 0
 

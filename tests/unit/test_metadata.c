@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metadata.h"
+#include "mem_source.h"
+#include "probe.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SB_BYTES 4096
@@ -199,49 +200,12 @@ static void check_against_case(const struct sb_case *c, const struct member_meta
 	}
 }
 
-/* ---- an in-memory source ---- */
+/* ---- an in-memory source (tests/common/mem_source) ---- */
 
 struct mem_img {
 	struct source src;
-	uint8_t *data;
-	int fail_reads;         /* pread answers -EIO */
-};
-
-static int mem_pread(struct source *s, void *buf, size_t len, uint64_t off)
-{
-	struct mem_img *m = s->priv;
-
-	if (m->fail_reads)
-		return -EIO;
-	if (off > s->size || len > s->size - off)
-		return -EIO;
-	memcpy(buf, m->data + off, len);
-	return 0;
-}
-
-static int mem_preadv(struct source *s, const struct iovec *iov, int iovcnt, uint64_t off)
-{
-	int i, rc;
-
-	for (i = 0; i < iovcnt; i++) {
-		rc = mem_pread(s, iov[i].iov_base, iov[i].iov_len, off);
-		if (rc)
-			return rc;
-		off += iov[i].iov_len;
-	}
-	return 0;
-}
-
-static int mem_pwrite(struct source *s, const void *buf, size_t len, uint64_t off) { return -EROFS; }
-static int mem_sync(struct source *s) { return 0; }
-
-/* designated: other ops the interface may grow stay NULL (never called) */
-static const struct source_ops mem_ops = {
-	.kind = "mem",
-	.pread = mem_pread,
-	.preadv = mem_preadv,
-	.pwrite = mem_pwrite,
-	.sync = mem_sync,
+	struct mem_image img;
+	uint8_t *data;          /* the whole image, owned */
 };
 
 static struct mem_img *mem_new(uint64_t bytes)
@@ -251,11 +215,19 @@ static struct mem_img *mem_new(uint64_t bytes)
 	ck_assert_ptr_nonnull(m);
 	m->data = calloc(1, bytes ? bytes : 1);
 	ck_assert_ptr_nonnull(m->data);
-	m->src.ops = &mem_ops;
+	m->img.size = bytes;
+	m->img.nblocks = 1;
+	m->img.blocks[0] = (struct mem_block){ 0, (size_t)bytes, m->data };
+	mem_source_init(&m->src, &m->img);
 	m->src.path = NULL;
-	m->src.size = bytes;
-	m->src.priv = m;
 	return m;
+}
+
+/* Every read of m fails with EIO from now on. */
+static void mem_fail_reads(struct mem_img *m)
+{
+	m->img.eio_off = 0;
+	m->img.eio_len = m->img.size;
 }
 
 static void mem_free(struct mem_img *m)
@@ -829,7 +801,7 @@ START_TEST(test_probe_read_error)
 	struct member_meta m;
 	char err[256] = "";
 
-	img->fail_reads = 1;
+	mem_fail_reads(img);
 	ck_assert_int_eq(metadata_probe(&img->src, &m, err, sizeof(err)), -EIO);
 	ck_assert_msg(strstr(err, "cannot read the md 1.2 superblock"), "message: %s", err);
 	mem_free(img);

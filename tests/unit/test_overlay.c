@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "overlay.h"
-#include "zstd_seekable.h"
+#include "xxh64.h"
 
 #define REQUIRE(expr)							\
 	do {								\
@@ -52,15 +52,17 @@
 static char tmpdir[64];
 
 struct mem_base {
+	struct volume vol;           /* what the overlay lies over (first: see mem_read) */
 	uint8_t *bytes;              /* ARRAY_BYTES, the array */
 	atomic_int fail;             /* reads fail with -EIO */
 	atomic_int delay_us;         /* reads take this long: widens race windows */
 	_Atomic uint64_t reads;
 };
 
-static int mem_read(void *ctx, void *buf, size_t len, uint64_t off, uint64_t *bad_off)
+static int mem_read(struct volume *v, void *buf, size_t len, uint64_t off, uint64_t *bad_off,
+		    const struct volume_observer *obs)
 {
-	struct mem_base *b = ctx;
+	struct mem_base *b = (struct mem_base *)v;
 
 	REQUIRE(off + len <= ARRAY_BYTES);
 	atomic_fetch_add(&b->reads, 1);
@@ -97,6 +99,8 @@ static void fill(uint8_t *p, size_t len, uint64_t seed)
 	}
 }
 
+static const struct volume_ops mem_ops = { .read = mem_read };
+
 static void md_identity(struct overlay_identity *id)
 {
 	memset(id, 0, sizeof(*id));
@@ -118,6 +122,7 @@ static struct mem_base *base_new(void)
 	struct mem_base *b = calloc(1, sizeof(*b));
 
 	REQUIRE(b);
+	b->vol = (struct volume){ &mem_ops, ARRAY_BYTES, 4096 };
 	b->bytes = malloc(ARRAY_BYTES);
 	REQUIRE(b->bytes);
 	fill(b->bytes, ARRAY_BYTES, 7);
@@ -140,7 +145,7 @@ static struct overlay *open_ov(const char *path, struct mem_base *b, const struc
 {
 	struct overlay_open_opts o = {
 		.writable = writable, .create = writable, .granule_bytes = granule, .id = id,
-		.base = { mem_read, b },
+		.base = b ? &b->vol : NULL,
 	};
 	struct overlay *ov = NULL;
 
@@ -187,7 +192,7 @@ static void header_bytes(uint8_t *buf, struct overlay_header *h)
  * of bytes [0, 248) at 248), so that the check after the checksum shows. */
 static void reseal(uint8_t *buf)
 {
-	uint64_t sum = zseek_xxh64(buf, 248, 0);
+	uint64_t sum = xxh64(buf, 248, 0);
 
 	for (int i = 0; i < 8; i++)
 		buf[248 + i] = (uint8_t)(sum >> (8 * i));

@@ -99,16 +99,18 @@ static void fx_make(struct fixture *f, int level, int layout, int n, uint32_t ch
 /* Assemble with manual geometry; roles listed in `absent` are left out. */
 static struct array *fx_open(struct fixture *f, int flags, int absent)
 {
-	struct assemble_opts o = { .manual = true, .open_flags = flags };
+	struct assemble_opts o = { .g.manual = true, .open_flags = flags };
 	struct array *a = NULL;
 	char err[512] = "";
 
-	o.geom = f->g;
-	o.member_bytes = f->member_bytes;
-	o.norder = f->n;
+	o.g.geom = f->g;
+	o.g.member_bytes = f->member_bytes;
+	o.g.norder = f->n;
 	for (int d = 0; d < f->n; d++)
-		o.order[d] = d == absent ? -1 : d;
-	ck_assert_msg(array_assemble(f->paths, f->n, &o, &a, err, sizeof(err)) == 0, "%s", err);
+		o.g.order[d] = d == absent ? -1 : d;
+	o.g.paths = (const char **)f->paths;
+	o.g.npaths = f->n;
+	ck_assert_msg(array_assemble(&o, &a, err, sizeof(err)) == 0, "%s", err);
 	return a;
 }
 
@@ -186,11 +188,17 @@ static void on_batch(void *arg, uint64_t s0, uint64_t s1)
 	s->covered = s1;
 }
 
+/* The foreground readers the scrubs yield to (the mount's gauge, here set
+ * by the tests). */
+static struct fg_gauge fg;
+
 static struct scrub_opts opts_for(enum scrub_mode mode, struct seen *seen)
 {
 	struct scrub_opts o = { .mode = mode, .on_mismatch = on_mm, .on_write = on_wr, .on_batch = on_batch,
-				.arg = seen };
+				.arg = seen, .fg = &fg };
 
+	atomic_store(&fg.active, 0);
+	atomic_store(&fg.last_ns, 0);
 	memset(seen, 0, sizeof(*seen));
 	seen->in_order = true;
 	return o;
@@ -485,7 +493,7 @@ START_TEST(test_yields_to_foreground)
 	struct scrub *s = slow_scrub(&f, &a, &seen, 1024, 0);    /* floor 1 KiB/s */
 	uint64_t at;
 
-	atomic_store(&a->fg_active, 1);          /* a reader is in */
+	atomic_store(&fg.active, 1);          /* a reader is in */
 	ck_assert_int_eq(scrub_start(s), 0);
 	sleep_ms(300);
 	at = next_stripe(s);
@@ -494,7 +502,7 @@ START_TEST(test_yields_to_foreground)
 	scrub_get_progress(s, &p);
 	ck_assert_int_eq(p.state, SCRUB_RUNNING);
 	ck_assert_uint_gt(p.fg_backoffs, 0);
-	atomic_store(&a->fg_active, 0);          /* the reader is served */
+	atomic_store(&fg.active, 0);          /* the reader is served */
 	ck_assert(scrub_wait(s, 30ull * 1000000000ull));
 	ck_assert_int_eq(scrub_join(s), 0);
 	scrub_get_progress(s, &p);
@@ -521,7 +529,7 @@ START_TEST(test_yields_to_recent_foreground)
 	o.request_bytes = 16384;
 	o.speed_min = 1024;
 	o.fg_idle_ns = 60ull * 1000000000ull;             /* a minute of quiet needed */
-	atomic_store(&a->fg_last_ns, now_ns());           /* a read just started and ended */
+	atomic_store(&fg.last_ns, now_ns());           /* a read just started and ended */
 	ck_assert_int_eq(scrub_create(a, &o, &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(scrub_start(s), 0);
 	sleep_ms(300);
@@ -529,7 +537,7 @@ START_TEST(test_yields_to_recent_foreground)
 	/* long ago: 1 ns after boot (machines running this have been up for
 	 * more than a minute) */
 	ck_assert_uint_gt(now_ns(), o.fg_idle_ns + 1);
-	atomic_store(&a->fg_last_ns, 1);
+	atomic_store(&fg.last_ns, 1);
 	ck_assert(scrub_wait(s, 30ull * 1000000000ull));
 	ck_assert_int_eq(scrub_join(s), 0);
 	ck_assert_uint_eq(next_stripe(s), 64);
@@ -547,7 +555,7 @@ START_TEST(test_never_below_min)
 	/* a floor far above what this machine does: never yields */
 	struct scrub *s = slow_scrub(&f, &a, &seen, 1ull << 40, 0);
 
-	atomic_store(&a->fg_active, 1);
+	atomic_store(&fg.active, 1);
 	ck_assert_int_eq(scrub_start(s), 0);
 	ck_assert(scrub_wait(s, 60ull * 1000000000ull));
 	ck_assert_int_eq(scrub_join(s), 0);

@@ -65,7 +65,7 @@ static void fill(uint8_t *buf, size_t len, uint32_t seed)
 
 START_TEST(test_xxh64_empty)
 {
-	REQUIRE(zseek_xxh64("", 0, 0) == 0xEF46DB3751D8E999ull);
+	REQUIRE(xxh64("", 0, 0) == 0xEF46DB3751D8E999ull);
 }
 END_TEST
 
@@ -83,9 +83,9 @@ START_TEST(test_xxh64_matches_libzstd)
 		fill(in, lens[i], (uint32_t)i);
 		n = ZSTD_compress2(c, out, ZSTD_compressBound(65537), in, lens[i]);
 		REQUIRE(!ZSTD_isError(n) && n > 4);
-		ck_assert_msg(get32(out + n - 4) == (uint32_t)zseek_xxh64(in, lens[i], 0),
+		ck_assert_msg(get32(out + n - 4) == (uint32_t)xxh64(in, lens[i], 0),
 			      "length %zu: zstd's checksum %08x, ours %08x", lens[i], get32(out + n - 4),
-			      (uint32_t)zseek_xxh64(in, lens[i], 0));
+			      (uint32_t)xxh64(in, lens[i], 0));
 	}
 	ZSTD_freeCCtx(c);
 	free(in);
@@ -294,7 +294,7 @@ static void check_frames(const char *path, const uint8_t *data, size_t len, uint
 		REQUIRE(!ZSTD_isError(n) && n == fr->dsize);
 		REQUIRE(fr->doff == (uint64_t)i * frame);
 		REQUIRE(!memcmp(out, data + fr->doff, n));
-		REQUIRE(fr->checksum == (uint32_t)zseek_xxh64(data + fr->doff, n, 0));
+		REQUIRE(fr->checksum == (uint32_t)xxh64(data + fr->doff, n, 0));
 	}
 	/* the file as a whole is ordinary zstd (the table is skippable) */
 	{

@@ -1,0 +1,81 @@
+/* cli.h - what the subcommands share: the member/geometry options and
+ * opening the array they describe. */
+#ifndef RAIDIMG_CLI_H
+#define RAIDIMG_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "array.h"
+
+/* Exit codes used by every command */
+enum { EXIT_OK = 0, EXIT_FOUND = 1, EXIT_ERR = 2 };
+
+/* Options that pick and shape the array (every command that reads one):
+ * ao.g holds them as parsed (geom_args.h), ao.g.paths the images. */
+struct array_args {
+	struct assemble_opts ao;
+};
+
+/* getopt_long entries for the array options; append to a command's table. */
+#define ARRAY_LONG_OPTIONS \
+	{ "level", required_argument, NULL, GEOM_OPT_LEVEL }, \
+	{ "layout", required_argument, NULL, GEOM_OPT_LAYOUT }, \
+	{ "chunk", required_argument, NULL, GEOM_OPT_CHUNK }, \
+	{ "order", required_argument, NULL, GEOM_OPT_ORDER }, \
+	{ "data-offset", required_argument, NULL, GEOM_OPT_DATA_OFFSET }, \
+	{ "member-size", required_argument, NULL, GEOM_OPT_MEMBER_SIZE }, \
+	{ "force", no_argument, NULL, GEOM_OPT_FORCE }, \
+	{ "reshape-position", required_argument, NULL, GEOM_OPT_RESHAPE_POS }
+
+#define ARRAY_OPTIONS_HELP \
+"Array options (all commands that read an array):\n" \
+"  --force              use stale or faulty-marked members (said loudly)\n" \
+"  --reshape-position SIZE  an array caught mid-reshape: read it as if md had\n" \
+"                       recorded this position (array bytes, or sectors with s)\n" \
+"  Manual geometry, for images without md metadata (--level turns it on):\n" \
+"  --level 4|5|6        RAID level\n" \
+"  --layout NAME|NUM    md layout (default left-symmetric), e.g. la, ra, ls, rs,\n" \
+"                       parity-first, parity-last, ddf-N-restart, left-symmetric-6\n" \
+"  --chunk SIZE         chunk size, a power of two (default 512K)\n" \
+"  --order LIST         role order as image indices (0-based, in the order given)\n" \
+"                       with 'missing' for absent members, e.g. 2,0,missing,1;\n" \
+"                       without it, images are taken in order and a path\n" \
+"                       written as 'missing' stands for an absent member\n" \
+"  --data-offset SIZE   where data starts in every image (default 0)\n" \
+"  --member-size SIZE   data bytes used per member (default: smallest image)\n" \
+"SIZE takes K, M, G, T suffixes (binary) or s for 512-byte sectors.\n"
+
+void array_args_init(struct array_args *aa);
+/* Handle one array option; returns 1 if handled, 0 if not ours, -1 on a
+ * bad value (message printed). */
+int array_args_opt(struct array_args *aa, int opt, const char *arg);
+/* Take the remaining arguments as images and check the combination
+ * (aa->ao.g.paths and the rest filled); prints the problem and returns -1
+ * if bad. */
+int array_args_prepare(struct array_args *aa, int argc, char **argv);
+/* array_args_prepare, then assemble.
+ * Prints the error and returns non-zero on failure. */
+int array_args_open(struct array_args *aa, int argc, char **argv, struct array **out);
+void array_args_free(struct array_args *aa);
+
+/* Print warnings collected during assembly to stderr. */
+void print_array_warnings(const struct array *a);
+
+/* The whole program: standard descriptors guarded, the command run, its
+ * output checked.  Returns the exit status. */
+int raidimg_main(int argc, char **argv);
+
+int cmd_examine(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
+int cmd_scrub(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_overlay(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+
+#endif

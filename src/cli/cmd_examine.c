@@ -1,0 +1,416 @@
+/* cmd_examine.c - raidimg examine: what each image holds, what array they form. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "custody.h"
+#include "probe.h"
+#include "util.h"
+
+static const char *meta_role_name(int role, char *buf, size_t len)
+{
+	switch (role) {
+	case META_ROLE_SPARE: return "spare";
+	case META_ROLE_FAULTY: return "faulty";
+	case META_ROLE_JOURNAL: return "journal";
+	case META_ROLE_MISSING: return "removed";
+	}
+	snprintf(buf, len, "%d", role);
+	return buf;
+}
+
+/* One image as found on its own (before assembly). */
+struct probed {
+	const char *path;
+	uint64_t size;
+	int ret;                 /* 0: metadata found; -ENOENT: none; else broken/unreadable */
+	char err[512];
+	struct member_meta meta;
+};
+
+static void probe_one(const char *path, struct probed *p)
+{
+	struct source *src = NULL;
+
+	memset(p, 0, sizeof(*p));
+	p->path = path;
+	p->ret = source_open(path, SOURCE_READ, &src, p->err, sizeof(p->err));
+	if (p->ret)
+		return;
+	p->size = src->size;
+	p->ret = metadata_probe(src, &p->meta, p->err, sizeof(p->err));
+	source_close(src);
+}
+
+static void print_member_text(const struct probed *p)
+{
+	char uuid[40], rb[16], sz[32];
+	const struct member_meta *m = &p->meta;
+
+	printf("%s:\n", p->path);
+	if (p->ret == -ENOENT) {
+		printf("  no md superblock (%s)\n", p->err);
+		return;
+	}
+	if (p->ret) {
+		printf("  error: %s\n", p->err);
+		return;
+	}
+	meta_uuid_format(m->set_uuid, uuid);
+	printf("  image size     : %" PRIu64 " bytes (%s)\n", p->size, fmt_size(p->size, sz, sizeof(sz)));
+	printf("  metadata       : md %s\n", m->format);
+	printf("  array uuid     : %s\n", uuid);
+	if (m->set_name[0])
+		printf("  name           : %s\n", m->set_name);
+	printf("  level          : raid%d\n", m->level);
+	printf("  layout         : %s (%d)\n", layout_name(m->level, m->layout), m->layout);
+	printf("  chunk          : %u bytes (%s)\n", m->chunk_bytes, fmt_size(m->chunk_bytes, sz, sizeof(sz)));
+	printf("  raid disks     : %d\n", m->raid_disks);
+	printf("  role           : %s\n", meta_role_name(m->role, rb, sizeof(rb)));
+	printf("  data offset    : %" PRIu64 " sectors (%" PRIu64 " bytes)\n", m->data_offset, m->data_offset * 512);
+	printf("  component size : %" PRIu64 " sectors\n", m->component_sectors);
+	printf("  events         : %" PRIu64 "\n", m->events);
+	printf("  state          : %s\n", m->resync_offset == UINT64_MAX ? "clean" : "not clean (resync pending)");
+	if (m->reshape_active) {
+		printf("  reshape        : at %" PRIu64 " sectors of the array, %d -> %d members%s\n",
+		       m->reshape_position, m->raid_disks - m->delta_disks, m->raid_disks,
+		       (m->feature_map & 32) || m->delta_disks < 0 ? ", backwards" : "");
+		printf("  new layout     : %s (%d), chunk %u bytes, data offset %+" PRId64 " sectors\n",
+		       layout_name(m->new_level, m->new_layout), m->new_layout, m->new_chunk_bytes, m->new_offset);
+	}
+}
+
+static void print_member_json(FILE *f, const struct probed *p)
+{
+	const struct member_meta *m = &p->meta;
+	char uuid[40];
+
+	fprintf(f, "{\"path\":");
+	json_str(f, p->path);
+	fprintf(f, ",\"image_bytes\":%" PRIu64, p->size);
+	if (p->ret) {
+		fprintf(f, ",\"metadata\":null,\"error\":");
+		json_str(f, p->err);
+		fputc('}', f);
+		return;
+	}
+	meta_uuid_format(m->set_uuid, uuid);
+	fprintf(f, ",\"metadata\":\"%s\",\"array_uuid\":\"%s\",\"name\":", m->format, uuid);
+	json_str(f, m->set_name);
+	fprintf(f, ",\"level\":%d,\"layout\":%d,\"layout_name\":", m->level, m->layout);
+	json_str(f, layout_name(m->level, m->layout));
+	fprintf(f, ",\"chunk_bytes\":%u,\"raid_disks\":%d,\"role\":", m->chunk_bytes, m->raid_disks);
+	if (m->role >= 0)
+		fprintf(f, "%d", m->role);
+	else {
+		char rb[16];
+		json_str(f, meta_role_name(m->role, rb, sizeof(rb)));
+	}
+	fprintf(f, ",\"dev_number\":%d,\"data_offset_sectors\":%" PRIu64 ",\"data_offset_bytes\":%" PRIu64
+		",\"component_sectors\":%" PRIu64 ",\"events\":%" PRIu64 ",\"clean\":%s,\"reshape\":%s}",
+		m->dev_number, m->data_offset, m->data_offset * 512, m->component_sectors, m->events,
+		m->resync_offset == UINT64_MAX ? "true" : "false", m->reshape_active ? "true" : "false");
+}
+
+static void print_array_text(const struct array *a)
+{
+	char uuid[40], sz[32];
+	int first = 1;
+
+	printf("\nArray:\n");
+	printf("  verdict        : %s", array_verdict(a));
+	if (a->nmissing) {
+		printf(" (missing roles:");
+		for (int r = 0; r < a->geom.raid_disks; r++)
+			if (a->members[r].state != MEMBER_OK && a->members[r].state != MEMBER_REBUILDING)
+				printf("%s%d", first-- > 0 ? " " : ", ", r);
+		printf("; served by rebuilding from parity)");
+	}
+	printf("\n");
+	if (a->has_meta) {
+		meta_uuid_format(a->uuid, uuid);
+		printf("  metadata       : md %s\n  uuid           : %s\n", a->meta_format, uuid);
+		if (a->name[0])
+			printf("  name           : %s\n", a->name);
+		printf("  events         : %" PRIu64 "\n", a->events);
+	} else {
+		printf("  metadata       : none (manual geometry)\n");
+	}
+	printf("  level          : raid%d\n", a->geom.level);
+	printf("  layout         : %s (%d)\n", layout_name(a->geom.level, a->geom.layout), a->geom.layout);
+	printf("  chunk          : %u bytes (%s)\n", a->geom.chunk_bytes,
+	       fmt_size(a->geom.chunk_bytes, sz, sizeof(sz)));
+	printf("  members        : %d (%d data per stripe)\n", a->geom.raid_disks, a->k);
+	printf("  member data    : %" PRIu64 " bytes each\n", a->member_bytes);
+	printf("  array size     : %" PRIu64 " bytes (%s)\n", a->array_bytes, fmt_size(a->array_bytes, sz, sizeof(sz)));
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		const struct array_member *m = &a->members[r];
+		printf("  role %-3d       : %-10s %s%s%s%s\n", r, member_state_name(m->state),
+		       m->path ? m->path : "-", m->note[0] ? " (" : "", m->note, m->note[0] ? ")" : "");
+	}
+	for (int i = 0; i < a->nextra; i++)
+		printf("  not used       : %s (%s)\n", a->extra[i].path, a->extra[i].note);
+	if (a->prev) {
+		const struct array *p = a->prev;
+		uint64_t x = a->reshape_bytes, old_offset = 0;
+
+		for (int r = p->geom.raid_disks - 1; r >= 0; r--)
+			if (p->members[r].has_meta)
+				old_offset = p->members[r].data_offset;
+
+		printf("  reshape        : %d -> %d members, %s\n", p->geom.raid_disks, a->geom.raid_disks,
+		       a->reshape_backwards ? "backwards" : "forwards");
+		printf("    array bytes [%" PRIu64 ", %" PRIu64 "): the new geometry above\n",
+		       a->reshape_backwards ? x : 0, a->reshape_backwards ? a->array_bytes : x);
+		printf("    array bytes [%" PRIu64 ", %" PRIu64 "): the old one: %d members (%d data), %s (%d), "
+		       "chunk %u bytes, data offset %" PRIu64 " bytes\n",
+		       a->reshape_backwards ? 0 : x, a->reshape_backwards ? x : a->array_bytes, p->geom.raid_disks,
+		       p->k, layout_name(p->geom.level, p->geom.layout), p->geom.layout, p->geom.chunk_bytes,
+		       old_offset);
+		for (int r = a->geom.raid_disks; r < p->geom.raid_disks; r++) {
+			const struct array_member *m = &p->members[r];
+			printf("    role %-3d     : %-10s %s%s%s%s (leaving: in the old geometry only)\n", r,
+			       member_state_name(m->state), m->path ? m->path : "-", m->note[0] ? " (" : "", m->note,
+			       m->note[0] ? ")" : "");
+		}
+	}
+	if (a->warnings[0])
+		printf("  warnings       :\n    %.*s\n", (int)strlen(a->warnings) - 1, a->warnings);
+}
+
+static void print_array_json(FILE *f, const struct array *a)
+{
+	char uuid[40];
+	const char *p;
+	int first;
+
+	fprintf(f, "{\"verdict\":\"%s\",\"assemblable\":true,\"level\":%d,\"layout\":%d,\"layout_name\":",
+		array_verdict(a), a->geom.level, a->geom.layout);
+	json_str(f, layout_name(a->geom.level, a->geom.layout));
+	fprintf(f, ",\"chunk_bytes\":%u,\"raid_disks\":%d,\"data_disks\":%d,\"member_bytes\":%" PRIu64
+		",\"array_bytes\":%" PRIu64, a->geom.chunk_bytes, a->geom.raid_disks, a->k, a->member_bytes,
+		a->array_bytes);
+	if (a->has_meta) {
+		meta_uuid_format(a->uuid, uuid);
+		fprintf(f, ",\"metadata\":\"%s\",\"uuid\":\"%s\",\"name\":", a->meta_format, uuid);
+		json_str(f, a->name);
+		fprintf(f, ",\"events\":%" PRIu64, a->events);
+	} else {
+		fprintf(f, ",\"metadata\":null");
+	}
+	fprintf(f, ",\"members\":[");
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		const struct array_member *m = &a->members[r];
+		fprintf(f, "%s{\"role\":%d,\"state\":\"%s\",\"path\":", r ? "," : "", r, member_state_name(m->state));
+		if (m->path)
+			json_str(f, m->path);
+		else
+			fputs("null", f);
+		fprintf(f, ",\"data_offset_bytes\":%" PRIu64 ",\"note\":", m->data_offset);
+		json_str(f, m->note);
+		fputc('}', f);
+	}
+	fprintf(f, "],\"missing_roles\":[");
+	first = 1;
+	for (int r = 0; r < a->geom.raid_disks; r++)
+		if (a->members[r].state != MEMBER_OK && a->members[r].state != MEMBER_REBUILDING) {
+			fprintf(f, "%s%d", first ? "" : ",", r);
+			first = 0;
+		}
+	fprintf(f, "],\"unused\":[");
+	for (int i = 0; i < a->nextra; i++) {
+		fprintf(f, "%s{\"path\":", i ? "," : "");
+		json_str(f, a->extra[i].path);
+		fprintf(f, ",\"note\":");
+		json_str(f, a->extra[i].note);
+		fputc('}', f);
+	}
+	fputc(']', f);
+	if (a->prev) {
+		const struct array *o = a->prev;
+
+		fprintf(f, ",\"reshape\":{\"position_bytes\":%" PRIu64 ",\"backwards\":%s,\"new_geometry_bytes\":[%" PRIu64
+			",%" PRIu64 "],\"previous\":{\"raid_disks\":%d,\"data_disks\":%d,\"layout\":%d,\"layout_name\":",
+			a->reshape_bytes, a->reshape_backwards ? "true" : "false",
+			a->reshape_backwards ? a->reshape_bytes : 0,
+			a->reshape_backwards ? a->array_bytes : a->reshape_bytes, o->geom.raid_disks, o->k, o->geom.layout);
+		json_str(f, layout_name(o->geom.level, o->geom.layout));
+		fprintf(f, ",\"chunk_bytes\":%u,\"array_bytes\":%" PRIu64 ",\"data_offset_bytes\":[", o->geom.chunk_bytes,
+			o->array_bytes);
+		for (int r = 0; r < o->geom.raid_disks; r++)
+			fprintf(f, "%s%" PRIu64, r ? "," : "", o->members[r].data_offset);
+		fprintf(f, "],\"leaving\":[");
+		for (int r = a->geom.raid_disks; r < o->geom.raid_disks; r++) {
+			fprintf(f, "%s{\"role\":%d,\"state\":\"%s\",\"path\":", r > a->geom.raid_disks ? "," : "", r,
+				member_state_name(o->members[r].state));
+			if (o->members[r].path)
+				json_str(f, o->members[r].path);
+			else
+				fputs("null", f);
+			fputc('}', f);
+		}
+		fprintf(f, "]}}");
+	}
+	fprintf(f, ",\"warnings\":[");
+	first = 1;
+	for (p = a->warnings; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[1024];
+		snprintf(line, sizeof(line), "%.*s", (int)len, p);
+		if (!first)
+			fputc(',', f);
+		json_str(f, line);
+		first = 0;
+		p += len + (nl ? 1 : 0);
+	}
+	fprintf(f, "]}");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: raidimg examine [--json] [ARRAY OPTIONS] MEMBER...\n\n"
+		   "Show the md superblock of every member image and the array they form:\n"
+		   "its geometry and a verdict: complete, degraded (served by rebuilding from\n"
+		   "parity) or not assemblable, with the reason.\n\n"
+		   "  --json      one JSON object: {\"members\":[...],\"array\":{...}}\n"
+		   "              (with --hash also \"sha256\":{\"members\":[...],\"array\":{...}})\n"
+		   "  -h, --help  this text\n\n"
+		   "Chain of custody:\n"
+		   "  --hash         print the sha256 of every image file and of the array (reads\n"
+		   "                 the whole array); when it cannot be assembled, of the image\n"
+		   "                 files alone, on stderr\n"
+		   "  --record FILE  write a JSON record of the assembly (implies --hash);\n"
+		   "                 `raidimg replay FILE` repeats it\n\n" ARRAY_OPTIONS_HELP
+		   "\nExit status: 0 the array can be assembled, 2 it cannot (or bad usage).\n");
+}
+
+/* --hash/--record: hash the image files and the array, start the record
+ * (finished once the verdict is printed).  0 or -1 (message printed). */
+static int examine_custody(struct custody_run *cr, const struct custody_opts *co, struct array *a,
+			   const struct array_args *aa, int argc, char **argv)
+{
+	if (custody_begin(cr, co, "examine", argc, argv) ||
+	    custody_array(cr, a, &aa->ao, aa->ao.g.paths, aa->ao.g.npaths, pipeline_nslots(2)) ||
+	    custody_hash_array(cr, a, 2))
+		return -1;
+	custody_finish_hash(cr);
+	return 0;
+}
+
+/* --hash without an array: the image files alone, on stderr. */
+static void hash_images(const struct array_args *aa)
+{
+	for (int i = 0; i < aa->ao.g.npaths; i++) {
+		char hex[SHA256_HEX], err[512];
+
+		if (custody_hash_file(aa->ao.g.paths[i], hex, NULL, err, sizeof(err)))
+			msg("%s", err);
+		else
+			fprintf(stderr, "sha256 %s  %s\n", hex, aa->ao.g.paths[i]);
+	}
+}
+
+int cmd_examine(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		ARRAY_LONG_OPTIONS,
+		{ "hash", no_argument, NULL, 0x1101 },
+		{ "record", required_argument, NULL, 0x1102 },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct custody_opts co = { 0 };
+	struct custody_run cr = { 0 };
+	struct array_args aa;
+	struct array *a = NULL;
+	struct probed *pr = NULL;
+	bool json = false;
+	char err[1024] = "";
+	int opt, ret = EXIT_ERR, nimg = 0, argc0 = argc;
+	char **argv0 = argv;
+
+	array_args_init(&aa);
+	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+		int r = array_args_opt(&aa, opt, optarg);
+		if (r < 0)
+			goto out;
+		if (r || custody_opt(&co, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'j': json = true; break;
+		case 'h': usage(stdout); ret = EXIT_OK; goto out;
+		default: usage(stderr); goto out;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc == 0) {
+		usage(stderr);
+		goto out;
+	}
+	pr = calloc((size_t)argc, sizeof(*pr));
+	if (!pr)
+		goto out;
+	for (int i = 0; i < argc; i++)
+		if (strcmp(argv[i], "missing"))
+			probe_one(argv[i], &pr[nimg++]);
+
+	if (array_args_prepare(&aa, argc, argv))
+		goto out;
+	/* the verdict carries the reason when it fails */
+	if (array_assemble(&aa.ao, &a, err, sizeof(err)))
+		a = NULL;
+	/* --hash/--record: the image files and the whole array (custody.c) */
+	if (a && co.hash && examine_custody(&cr, &co, a, &aa, argc0, argv0))
+		goto out;
+
+	if (json) {
+		printf("{\"members\":[");
+		for (int i = 0; i < nimg; i++) {
+			if (i)
+				putchar(',');
+			print_member_json(stdout, &pr[i]);
+		}
+		printf("],\"array\":");
+		if (a)
+			print_array_json(stdout, a);
+		else {
+			printf("{\"verdict\":\"not assemblable\",\"assemblable\":false,\"reason\":");
+			json_str(stdout, err);
+			putchar('}');
+		}
+		if (a && co.hash) {
+			printf(",\"sha256\":");
+			custody_print_hashes_json(stdout, &cr, a->array_bytes);
+		}
+		printf("}\n");
+	} else {
+		for (int i = 0; i < nimg; i++)
+			print_member_text(&pr[i]);
+		if (a)
+			print_array_text(a);
+		else
+			printf("\nArray:\n  verdict        : not assemblable: %s\n", err);
+		if (a && co.hash) {
+			printf("\nSHA-256:\n");
+			custody_print_hashes(stdout, &cr.mh, cr.array_hex, 0, a->array_bytes);
+		}
+	}
+	if (!a)
+		msg("not assemblable: %s", err);
+	if (!a && co.hash)
+		hash_images(&aa);
+	ret = a ? EXIT_OK : EXIT_ERR;
+	if (a && co.hash)
+		ret = custody_end(&cr, NULL, 0, a->array_bytes, true, ret);
+out:
+	custody_free(&cr);
+	array_free(a);
+	free(pr);
+	array_args_free(&aa);
+	return ret;
+}

@@ -1,0 +1,498 @@
+/* cmd_mount.c - raidimg mount: the assembled array as a file, through FUSE.
+ *
+ * The array is assembled first, so every problem with the members is
+ * reported before anything is mounted.  Then, by default, the command
+ * forks: the child mounts, detaches (setsid, chdir /, stdio to /dev/null)
+ * and serves; the parent waits on a pipe until the child says the mount
+ * answers (or why it failed) and only then returns.  With -f the same
+ * process mounts and serves until unmounted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fuse_fs.h"
+#include "mount_scrub.h"
+#include "engine_args.h"
+#include "sysio.h"
+#include "util.h"
+
+#define FUSE_DEVICE "/dev/fuse"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: raidimg mount [OPTIONS] [ARRAY OPTIONS] MEMBER... MOUNTPOINT\n\n"
+		   "Show the assembled array as one read-only file through FUSE, without root.\n"
+		   "MOUNTPOINT is a directory, which then holds the image (named after the md\n"
+		   "array, e.g. host_name.img, or array.img) and `status`, a JSON snapshot of the\n"
+		   "array (geometry, members and their state, degraded or not, bytes served,\n"
+		   "stripes rebuilt from parity, read errors, member requests); or MOUNTPOINT is\n"
+		   "a regular file, which then shows the image itself.  Missing or unreadable\n"
+		   "members are rebuilt from parity on every read; a range that cannot be rebuilt\n"
+		   "reads as an I/O error (EIO), never as invented bytes.\n\n"
+		   "The command returns once the mount answers, printing the image's path on\n"
+		   "standard output; the array is served by a background process until\n"
+		   "`fusermount3 -u MOUNTPOINT` (or umount, or SIGTERM/SIGINT to that process).\n\n"
+		   "  -f, --foreground     serve in this process until unmounted (Ctrl-C unmounts)\n"
+		   "  --name NAME          file name of the image in the directory\n"
+		   "  --allow-other        let other users read the mount (-o allow_other; as an\n"
+		   "                       ordinary user needs user_allow_other in /etc/fuse.conf)\n"
+		   "  --threads N          FUSE worker threads, 2 to 64 (default 8)\n"
+		   "  -d, --debug          libfuse's trace of every request on stderr (implies -f)\n"
+		   "  --overlay FILE       make the image writable: every write goes to FILE, a\n"
+		   "                       copy-on-write overlay (created when missing or empty,\n"
+		   "                       sparse, kept across mounts; refused if it belongs to\n"
+		   "                       another array); the members are never written.\n"
+		   "                       See raidimg overlay --help\n"
+		   "  -h, --help           this text\n\n"
+		   "Scrub inside the mount (directory mountpoints), as md's sysfs files:\n"
+		   "  sync_action          read: idle, check or repair; write check or repair to\n"
+		   "                       start one (EBUSY while one runs), idle to stop it\n"
+		   "  sync_speed_min       the speed limits per member in KiB/s, as md's (0: none);\n"
+		   "  sync_speed_max       writes also take 'unlimited' or a size per second (50M)\n"
+		   "  mismatch_cnt         md's count of the running or last scrub (sectors)\n"
+		   "status shows the scrub's progress, counts, last mismatches, speed and limits.\n"
+		   "  --speed-limit-min RATE  floor kept while yielding to readers of the mount\n"
+		   "                       (default 1000 = KiB/s, md's)\n"
+		   "  --speed-limit-max RATE  ceiling (default: unlimited); RATE as in scrub: KiB/s\n"
+		   "                       or a size per second such as 50M\n"
+		   "  --scrub-log FILE     append every mismatch, write and end of a scrub to FILE\n"
+		   "                       as JSON lines (the records of raidimg scrub --json)\n"
+		   "  --allow-repair       open the member images for writing so that `repair`\n"
+		   "                       can rewrite them (refused for read-only image files);\n"
+		   "                       without it writing repair fails with EPERM.  Repaired\n"
+		   "                       data is dropped from the mount's page cache.\n\n"
+		   ARRAY_OPTIONS_HELP
+		   "\nExit status: 0 mounted (or, with -f, unmounted cleanly), 2 error.\n");
+}
+
+/* "host:name" -> "host_name.img"; "" -> "array.img".  Caller frees. */
+static char *default_image_name(const struct array *a)
+{
+	size_t n = strlen(a->name);
+	char *s;
+
+	if (!n)
+		return strdup("array.img");
+	s = malloc(n + 5);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)a->name[i];
+		s[i] = (c == '/' || c == ':' || c < 0x20 || c == 0x7f) ? '_' : (char)c;
+	}
+	memcpy(s + n, ".img", 5);
+	return s;
+}
+
+/* Replace the members' paths by absolute ones: after daemonising the
+ * working directory is /.  The array reads through open descriptors. */
+static int absolutise_member_paths(struct array *a)
+{
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		struct array_member *m = &a->members[r];
+		char *p;
+
+		if (!m->path || m->path[0] == '/')
+			continue;
+		p = abs_path(m->path);
+		if (!p)
+			return -ENOMEM;
+		free(m->path);
+		m->path = p;
+	}
+	return 0;
+}
+
+static int check_fuse_device(void)
+{
+	if (access(FUSE_DEVICE, F_OK)) {
+		msg("%s: %s: FUSE is not available here (load the kernel module with 'modprobe fuse'; "
+		    "a container needs --device /dev/fuse)", FUSE_DEVICE, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The path a reader opens: the image in the directory, or the mountpoint. */
+static void print_image_path(struct fuse_fs *fs, const char *mnt, const char *name)
+{
+	if (fuse_fs_is_file_mount(fs))
+		printf("%s\n", mnt);
+	else
+		printf("%s%s%s\n", mnt, mnt[strlen(mnt) - 1] == '/' ? "" : "/", name);
+	fflush(stdout);
+}
+
+/* ---- foreground ---- */
+
+struct fg_ready {
+	struct fuse_fs *fs;
+	const char *mnt, *name;
+};
+
+static void fg_ready(void *arg, int err, const char *text)
+{
+	struct fg_ready *r = arg;
+
+	if (err) {
+		msg("%s", text);
+		return;
+	}
+	print_image_path(r->fs, r->mnt, r->name);
+	msg("serving %s until unmounted (fusermount3 -u %s, or Ctrl-C)", r->mnt, r->mnt);
+}
+
+static int run_foreground(struct fuse_fs *fs, const char *mnt, const char *name)
+{
+	struct fg_ready r = { fs, mnt, name };
+	char err[PATH_MAX + 512];
+	int ret;
+
+	ret = fuse_fs_mount(fs, err, sizeof(err));
+	if (ret) {
+		msg("%s", err);
+		return EXIT_ERR;
+	}
+	ret = fuse_fs_run(fs, fg_ready, &r);
+	if (ret) {
+		msg("%s: serving ended with an error: %s", mnt, strerror(-ret));
+		return EXIT_ERR;
+	}
+	return EXIT_OK;
+}
+
+/* ---- daemon ---- */
+
+/* The child's word to the parent, through the pipe: "0" ready, or "1"
+ * followed by the reason. */
+static void report(int fd, int err, const char *text)
+{
+	char buf[PATH_MAX + 600];
+	int n;
+
+	if (fd < 0)
+		return;
+	n = snprintf(buf, sizeof(buf), "%c%s", err ? '1' : '0', err ? text : "");
+	if (n > (int)sizeof(buf) - 1)
+		n = (int)sizeof(buf) - 1;
+	if (write(fd, buf, (size_t)n) < 0) {
+		/* the parent is gone: nobody to tell */
+	}
+}
+
+static void daemon_ready(void *arg, int err, const char *text)
+{
+	int *fd = arg;
+
+	report(*fd, err, text);
+	close(*fd);
+	*fd = -1;
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+/* In the child: mount, detach, serve.  Never returns. */
+static void __attribute__((noreturn)) daemon_child(struct fuse_fs *fs, struct array *a, int fd)
+{
+	char err[PATH_MAX + 512];
+	int ret;
+
+	setsid();
+	ret = fuse_fs_mount(fs, err, sizeof(err));
+	if (ret) {
+		report(fd, ret, err);
+		fuse_fs_free(fs);
+		_exit(EXIT_ERR);
+	}
+	if (chdir("/")) {
+		/* only the working directory; nothing uses it */
+	}
+	detach_stdio();
+	ret = fuse_fs_run(fs, daemon_ready, &fd);
+	if (fd >= 0)
+		report(fd, ret ? ret : -EIO, "the mount ended before it was ready");
+	fuse_fs_free(fs);
+	array_free(a);
+	_exit(ret ? EXIT_ERR : EXIT_OK);
+}
+
+/* In the parent: wait for the child's word. */
+static int daemon_parent(pid_t pid, int fd)
+{
+	char buf[PATH_MAX + 600];
+	size_t got = 0;
+	int status;
+
+	for (;;) {
+		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got == sizeof(buf) - 1)
+			break;
+	}
+	buf[got] = '\0';
+	if (got && buf[0] == '0')
+		return 0;
+	if (got > 1) {
+		msg("%s", buf + 1);
+	} else if (waitpid(pid, &status, 0) == pid && WIFSIGNALED(status)) {
+		msg("the mount process died (signal %d) before the mount was ready", WTERMSIG(status));
+		return -1;
+	} else {
+		msg("the mount process ended before the mount was ready");
+	}
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/* No write reached this process's overlay (in a daemon's parent: none can
+ * have, the child served them). */
+static bool overlay_unwritten(const struct overlay *ov)
+{
+	struct overlay_stats st;
+
+	overlay_get_stats(ov, &st);
+	return !st.writes && !st.granules_written;
+}
+
+/* --overlay FILE: open (or create) the array's copy-on-write overlay.
+ * Prints the problem and returns -1 when it cannot be used. */
+static int open_overlay(const char *path, struct array *a, const struct stat *mnt_st, struct overlay **ov,
+			bool *created)
+{
+	struct overlay_open_opts oo = { .writable = true, .create = true };
+	struct overlay_identity id;
+	char err[PATH_MAX + 1200], desc[200];
+	struct stat st;
+
+	/* a member image is refused by overlay_open (outfile.h's evidence guard) */
+	if (!stat(path, &st)) {
+		if (st.st_dev == mnt_st->st_dev && st.st_ino == mnt_st->st_ino) {
+			msg("%s: the overlay cannot be the mountpoint", path);
+			return -1;
+		}
+	}
+	if (array_overlay_open(path, a, &oo, ov, created, err, sizeof(err))) {
+		msg("%s", err);
+		return -1;
+	}
+	if (*created) {
+		array_overlay_identity(a, &id);
+		overlay_identity_describe(&id, desc, sizeof(desc));
+		msg("%s: new overlay for the %s, granule %u KiB", overlay_path(*ov), desc,
+		    overlay_header(*ov)->granule_bytes >> 10);
+	}
+	return 0;
+}
+
+static int run_daemon(struct fuse_fs *fs, struct array *a, const char *mnt, const char *name)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		msg("pipe: %s", strerror(errno));
+		return EXIT_ERR;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		msg("fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return EXIT_ERR;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		daemon_child(fs, a, p[1]);
+	}
+	close(p[1]);
+	if (daemon_parent(pid, p[0])) {
+		close(p[0]);
+		return EXIT_ERR;
+	}
+	close(p[0]);
+	print_image_path(fs, mnt, name);
+	return EXIT_OK;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	enum { OPT_NAME = 0x2001, OPT_ALLOW_OTHER, OPT_THREADS, OPT_ALLOW_REPAIR, OPT_SCRUB_LOG, OPT_SPEED_MIN,
+	       OPT_SPEED_MAX };
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "overlay", required_argument, NULL, 0x2401 },
+		{ "allow-repair", no_argument, NULL, OPT_ALLOW_REPAIR },
+		{ "scrub-log", required_argument, NULL, OPT_SCRUB_LOG },
+		{ "speed-limit-min", required_argument, NULL, OPT_SPEED_MIN },
+		{ "speed-limit-max", required_argument, NULL, OPT_SPEED_MAX },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		ARRAY_LONG_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct fuse_fs_opts fo = { .max_threads = 8 };
+	struct array_args aa;
+	struct array *a = NULL;
+	struct fuse_fs *fs = NULL;
+	struct mount_scrub_opts so = { .speed_min = SCRUB_DEFAULT_SPEED_MIN };
+	struct mount_scrub *worker = NULL;
+	bool scrub_opts = false;
+	const char *name = NULL;
+	char *default_name = NULL, *mnt = NULL;
+	char err[PATH_MAX + 512];
+	bool foreground = false;
+	long long threads;
+	struct stat st;
+	const char *overlay_arg = NULL;
+	struct overlay *ov = NULL;
+	bool ov_created = false;
+	int opt, ret = EXIT_ERR;
+
+	array_args_init(&aa);
+	while ((opt = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
+		int r = array_args_opt(&aa, opt, optarg);
+		if (r < 0)
+			goto out;
+		if (r)
+			continue;
+		switch (opt) {
+		case 'f': foreground = true; break;
+		case 'd': fo.debug = true; foreground = true; break;
+		case OPT_NAME: name = optarg; break;
+		case OPT_ALLOW_OTHER: fo.allow_other = true; break;
+		case OPT_THREADS:
+			if (parse_int(optarg, 2, 64, &threads)) {
+				msg("--threads %s: give a number from 2 to 64", optarg);
+				goto out;
+			}
+			fo.max_threads = (unsigned)threads;
+			break;
+		case OPT_ALLOW_REPAIR: so.allow_repair = scrub_opts = true; break;
+		case 0x2401: overlay_arg = optarg; break;     /* --overlay */
+		case OPT_SCRUB_LOG: so.log_path = optarg; scrub_opts = true; break;
+		case OPT_SPEED_MIN:
+		case OPT_SPEED_MAX:
+			if (parse_rate(opt == OPT_SPEED_MIN ? "--speed-limit-min" : "--speed-limit-max", optarg,
+				       opt == OPT_SPEED_MIN ? &so.speed_min : &so.speed_max))
+				goto out;
+			scrub_opts = true;
+			break;
+		case 'h': usage(stdout); ret = EXIT_OK; goto out;
+		default: usage(stderr); goto out;
+		}
+	}
+	if (argc - optind < 2) {
+		msg("give the member images and then the mountpoint");
+		usage(stderr);
+		goto out;
+	}
+	/* the mountpoint first: a typo there is cheaper to report than after
+	 * assembling the array */
+	if (stat(argv[argc - 1], &st)) {
+		if (errno == ENOENT)
+			msg("%s: the mountpoint does not exist (create an empty directory, or a file to show "
+			    "the image as)", argv[argc - 1]);
+		else
+			msg("%s: %s", argv[argc - 1], strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		msg("%s: the mountpoint must be a directory or a regular file", argv[argc - 1]);
+		goto out;
+	}
+	if (scrub_opts && !S_ISDIR(st.st_mode)) {
+		msg("%s: --allow-repair, --scrub-log and --speed-limit-* are for the scrub's control files, "
+		    "which need a directory as the mountpoint", argv[argc - 1]);
+		goto out;
+	}
+	if (overlay_arg && so.allow_repair) {
+		msg("--overlay keeps the member images untouched; it cannot be combined with --allow-repair");
+		goto out;
+	}
+	if (so.allow_repair)
+		aa.ao.open_flags = SOURCE_WRITE;    /* asked for in so many words */
+	mnt = realpath(argv[argc - 1], NULL);
+	if (!mnt) {
+		msg("%s: %s", argv[argc - 1], strerror(errno));
+		goto out;
+	}
+	if (check_fuse_device())
+		goto out;
+	if (array_args_open(&aa, argc - optind - 1, argv + optind, &a))
+		goto out;
+	for (int i = 0; i < aa.ao.g.npaths; i++) {
+		struct stat ms;
+		if (!stat(aa.ao.g.paths[i], &ms) && ms.st_dev == st.st_dev && ms.st_ino == st.st_ino) {
+			msg("%s: the mountpoint is one of the member images", argv[argc - 1]);
+			goto out;
+		}
+	}
+	if (absolutise_member_paths(a)) {
+		msg("out of memory");
+		goto out;
+	}
+	if (!name) {
+		default_name = default_image_name(a);
+		if (!default_name) {
+			msg("out of memory");
+			goto out;
+		}
+		name = default_name;
+	}
+	if (overlay_arg && open_overlay(overlay_arg, a, &st, &ov, &ov_created))
+		goto out;
+	fo.overlay = ov;
+	fo.mountpoint = mnt;
+	fo.image_name = name;
+	if (fuse_fs_new(a, &fo, &fs, err, sizeof(err))) {
+		msg("%s", err);
+		goto out;
+	}
+	if (!fuse_fs_is_file_mount(fs) && mount_scrub_attach(fs, a, &so, &worker, err, sizeof(err))) {
+		msg("%s", err);
+		goto out;
+	}
+	if (foreground)
+		ret = run_foreground(fs, mnt, name);
+	else
+		ret = run_daemon(fs, a, mnt, name);
+out:
+	if (ret != EXIT_OK && ov_created && overlay_unwritten(ov))
+		overlay_remove(ov);         /* a mount that failed leaves no new overlay */
+	fuse_fs_free(fs);
+	overlay_close(ov);
+	mount_scrub_free(worker);
+	array_free(a);
+	free(default_name);
+	free(mnt);
+	array_args_free(&aa);
+	return ret;
+}

@@ -1,0 +1,152 @@
+/* format.h - the metadata formats behind one vtable (mdadm's superswitch,
+ * lighter), and what a member's metadata says.
+ *
+ * A format finds and parses its metadata on a device seen through a
+ * struct dev_reader: a size and a read callback, so parsing stays pure (the
+ * fuzz targets feed it from memory; io/probe.c feeds it from a member
+ * source).  What a format finds is a list of the volumes (arrays) the device
+ * is a member of: one for md's own metadata; container formats (IMSM, DDF:
+ * several volumes over one set of disks, metadata at the end of each disk)
+ * list each volume the disk belongs to, each as a struct member_meta of its
+ * own (set_uuid = the volume's).  Formats that can be written (create,
+ * rebuild) have build().  A member that is a slice of an image (a partition)
+ * is a source matter (io/), not a format one.
+ */
+#ifndef RAIDIMG_FORMAT_H
+#define RAIDIMG_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+	META_ROLE_SPARE = -1,
+	META_ROLE_FAULTY = -2,
+	META_ROLE_JOURNAL = -3,
+	META_ROLE_MISSING = -4,     /* no device in that slot (0.90 "removed") */
+	META_MAX_DEVS = 384,         /* dev_roles entries kept */
+	FORMAT_MAX_VOLUMES = 4,      /* volumes one device can be found in */
+};
+
+/* A device as a format sees it.  read: exactly len bytes at off, 0 or
+ * -errno (-EIO past the end).  The reader and ctx belong to the caller. */
+struct dev_reader {
+	uint64_t size;               /* bytes */
+	int (*read)(void *ctx, void *buf, size_t len, uint64_t off);
+	void *ctx;
+};
+
+struct format_ops;
+
+/* Everything one member's metadata says about one array (volume) it is
+ * in.  Plain data; fmt points to a static format. */
+struct member_meta {
+	const struct format_ops *fmt;   /* the format it was found in */
+	char format[8];             /* fmt->name: "0.90", "1.0", "1.1", "1.2" */
+	uint8_t set_uuid[16];
+	char set_name[33];          /* 1.x only, NUL-terminated */
+	int level;                  /* 4, 5, 6 (others parsed, refused later) */
+	int layout;
+	uint32_t chunk_bytes;
+	int raid_disks;
+	uint64_t component_sectors; /* sectors of each member used by the array */
+	uint64_t data_offset;       /* sectors from image start to data */
+	uint64_t data_size;         /* sectors available (1.x), 0 if unknown */
+	uint64_t super_offset;      /* sectors: where the superblock is */
+	int dev_number;             /* this device's index in dev_roles/disks[] */
+	int role;                   /* 0..raid_disks-1 or META_ROLE_* */
+	uint64_t events;
+	uint64_t ctime, utime;      /* seconds since the epoch */
+	uint64_t resync_offset;     /* sectors; UINT64_MAX when clean */
+	uint64_t recovery_offset;   /* sectors; valid if feature_map & 2 */
+	uint32_t feature_map;       /* 1.x feature bits (0.90: synthesized) */
+	uint8_t device_uuid[16];    /* 1.x */
+	/* reshape (feature bit 4 / 0.90 minor 91) */
+	int reshape_active;
+	uint64_t reshape_position;  /* sectors of the array */
+	int new_level, new_layout, delta_disks;
+	uint32_t new_chunk_bytes;
+	int64_t new_offset;         /* sectors, relative to data_offset */
+	/* The whole array as this member saw it: role of every device slot. */
+	int max_dev;
+	int16_t dev_roles[META_MAX_DEVS];   /* META_ROLE_* or a role */
+};
+
+/* What a format found on one device: the volumes it is a member of. */
+struct format_found {
+	int nvol;
+	struct member_meta vol[FORMAT_MAX_VOLUMES];
+};
+
+enum {
+	/* the format cannot record how far a member is in sync (0.90: md
+	 * takes a member added by a reshape as in sync up to its position) */
+	FORMAT_NO_RECOVERY_OFFSET = 1,
+	/* data starts where the user says (--data-offset); else at 0 */
+	FORMAT_DATA_OFFSET = 2,
+};
+
+struct format_ops {
+	const char *name;            /* "1.2", "0.90": what --metadata takes and examine shows */
+	const char *family;          /* "md" */
+	unsigned flags;              /* FORMAT_* */
+	int max_members;             /* raid_disks it can describe */
+	uint64_t max_component_sectors;   /* data sectors per member it can record */
+	uint64_t default_data_offset;     /* bytes (FORMAT_DATA_OFFSET formats) */
+	/* Find this format on dev.  0 with *out filled (one volume or more);
+	 * -ENOENT when it is not there (no magic); another -errno with a
+	 * message in err when it is there but broken (checksum, impossible
+	 * fields, unreadable). */
+	int (*probe)(const struct dev_reader *dev, struct format_found *out, char *err, size_t errlen);
+	/* Where the superblock of a device of dev_sectors sits (sectors);
+	 * UINT64_MAX when it cannot hold one. */
+	uint64_t (*super_offset)(uint64_t dev_sectors);
+	/* The first sector data may use for an array of `devices` members
+	 * (past the superblock), and the sectors of a device of dev_sectors the
+	 * data area can take from data_offset on.  For create. */
+	uint64_t (*min_data_offset)(int devices);
+	uint64_t (*usable_sectors)(uint64_t dev_sectors, uint64_t data_offset);
+	/* Write a superblock for m (m->fmt == this format) into buf (>= 8 KiB):
+	 * its byte offset in the image in *image_off, its length in *sb_len.
+	 * 0 or -EINVAL.  NULL: the format cannot be written. */
+	int (*build)(const struct member_meta *m, uint8_t *buf, size_t buflen, uint64_t dev_sectors,
+		     uint64_t *image_off, size_t *sb_len);
+};
+
+/* The formats, in the order they are looked for (mdadm's: 1.2, 1.1, 1.0,
+ * 0.90, so that a 1.x superblock wins over a stale 0.90 one at the end of
+ * the device); NULL-terminated. */
+extern const struct format_ops *const format_list[];
+extern const struct format_ops format_md12, format_md11, format_md10, format_md090;
+
+/* The format --metadata NAME means ("1.2", "1", "0.90", "0.9", "0"...); NULL
+ * if none. */
+const struct format_ops *format_by_name(const char *name);
+
+/* Look for every format in turn on dev.  The first one present decides
+ * (a broken one is an error, not a reason to look further: we would
+ * assemble from a stale leftover).  -ENOENT with "no md superblock" in err
+ * when none is there. */
+int format_probe(const struct dev_reader *dev, struct format_found *out, char *err, size_t errlen);
+
+/* md's own formats' functions behind their ops, exposed for tests and
+ * fuzzing.  Parsers over a raw superblock buffer: dev_sectors is the image
+ * size in sectors (0.90 derives data size from it).  Builders write the
+ * format named by m->format ("1.0", "1.1", "1.2"; "0.90").  Superblock
+ * offsets in sectors, UINT64_MAX when the device is too small (1.x: minor
+ * 0, 1, 2). */
+int md1_parse(const uint8_t *buf, size_t len, uint64_t dev_sectors, struct member_meta *out,
+	      char *err, size_t errlen);
+int md0_parse(const uint8_t *buf, size_t len, uint64_t dev_sectors, struct member_meta *out,
+	      char *err, size_t errlen);
+int md1_build(const struct member_meta *m, uint8_t *buf, size_t buflen, uint64_t dev_sectors,
+	      uint64_t *image_off, size_t *sb_len);
+int md0_build(const struct member_meta *m, uint8_t *buf, size_t buflen, uint64_t dev_sectors,
+	      uint64_t *image_off, size_t *sb_len);
+uint64_t md1_super_offset(int minor, uint64_t dev_sectors);
+uint64_t md0_super_offset(uint64_t dev_sectors);
+
+/* "xxxxxxxx:xxxxxxxx:xxxxxxxx:xxxxxxxx", as mdadm prints md uuids. */
+void meta_uuid_format(const uint8_t uuid[16], char out[36]);
+
+#endif

@@ -1,0 +1,144 @@
+/* geom_args.c - see geom_args.h */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "geom_args.h"
+#include "util.h"
+
+void geom_args_init(struct geom_args *ga)
+{
+	memset(ga, 0, sizeof(*ga));
+	ga->geom.layout = LAYOUT_LEFT_SYMMETRIC;
+	ga->geom.chunk_bytes = 512 * 1024;
+}
+
+int geom_args_opt(struct geom_args *ga, int opt, const char *arg, char *err, size_t errlen)
+{
+	long long v;
+	uint64_t sz;
+
+	switch (opt) {
+	case GEOM_OPT_LEVEL:
+		if (parse_int(arg, 0, 10, &v) || (v != 4 && v != 5 && v != 6))
+			return fmt_fail(err, errlen, -1, "--level %s: raidimg handles RAID levels 4, 5 and 6", arg);
+		ga->geom.level = (int)v;
+		ga->have_level = true;
+		return 1;
+	case GEOM_OPT_LAYOUT:
+		ga->layout_name = arg;
+		ga->have_layout = true;
+		return 1;
+	case GEOM_OPT_CHUNK:
+		if (parse_size(arg, &sz) || sz == 0 || (sz & (sz - 1)) || sz > (1u << 30) || sz < 4096)
+			return fmt_fail(err, errlen, -1,
+					"--chunk %s: the chunk size must be a power of two between 4K and 1G", arg);
+		ga->geom.chunk_bytes = (uint32_t)sz;
+		ga->have_chunk = true;
+		return 1;
+	case GEOM_OPT_ORDER:
+		ga->order_arg = arg;
+		return 1;
+	case GEOM_OPT_DATA_OFFSET:
+		if (parse_size(arg, &sz))
+			return fmt_fail(err, errlen, -1, "--data-offset %s: not a size", arg);
+		ga->data_offset = sz;
+		return 1;
+	case GEOM_OPT_MEMBER_SIZE:
+		if (parse_size(arg, &sz) || sz == 0)
+			return fmt_fail(err, errlen, -1, "--member-size %s: not a size", arg);
+		ga->member_bytes = sz;
+		return 1;
+	case GEOM_OPT_FORCE:
+		ga->force = true;
+		return 1;
+	case GEOM_OPT_RESHAPE_POS:
+		if (parse_size(arg, &sz) || sz % 512)
+			return fmt_fail(err, errlen, -1, "--reshape-position %s: give array bytes (a multiple of 512) "
+					"or sectors (e.g. 15360s)", arg);
+		ga->reshape_bytes = sz;
+		ga->have_reshape_bytes = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_order(struct geom_args *ga, int nimages, char *err, size_t errlen)
+{
+	char *copy = strdup(ga->order_arg), *save = NULL, *tok;
+	int n = 0, ret = 0;
+
+	if (!copy)
+		return fmt_fail(err, errlen, -1, "out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long long v;
+
+		if (n >= LAYOUT_MAX_DISKS) {
+			ret = fmt_fail(err, errlen, -1, "--order: more than %d members", LAYOUT_MAX_DISKS);
+			break;
+		}
+		if (!strcmp(tok, "missing") || !strcmp(tok, "x") || !strcmp(tok, "-")) {
+			ga->order[n++] = -1;
+			continue;
+		}
+		if (parse_int(tok, 0, nimages - 1, &v)) {
+			ret = fmt_fail(err, errlen, -1, "--order: '%s' is neither 'missing' nor an image index 0..%d",
+				       tok, nimages - 1);
+			break;
+		}
+		ga->order[n++] = (int)v;
+	}
+	free(copy);
+	ga->norder = n;
+	return ret;
+}
+
+int geom_args_prepare(struct geom_args *ga, int argc, char **argv, char *err, size_t errlen)
+{
+	bool manual = ga->have_level;
+
+	if (!manual && (ga->have_layout || ga->have_chunk || ga->order_arg || ga->data_offset || ga->member_bytes))
+		return fmt_fail(err, errlen, -1, "--layout, --chunk, --order, --data-offset and --member-size "
+				"describe a manual geometry: give --level too");
+	ga->paths = calloc((size_t)argc + 1, sizeof(*ga->paths));
+	if (!ga->paths)
+		return fmt_fail(err, errlen, -1, "out of memory");
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "missing")) {
+			if (!manual)
+				return fmt_fail(err, errlen, -1, "'missing' stands for an absent member only with a "
+						"manual geometry (--level); with md metadata, just leave the member out");
+			if (ga->order_arg)
+				return fmt_fail(err, errlen, -1, "'missing' among the images and --order together: use "
+						"one or the other");
+			if (ga->norder >= LAYOUT_MAX_DISKS)
+				return fmt_fail(err, errlen, -1, "too many members");
+			ga->order[ga->norder++] = -1;
+			continue;
+		}
+		if (manual && !ga->order_arg) {
+			if (ga->norder >= LAYOUT_MAX_DISKS)
+				return fmt_fail(err, errlen, -1, "too many members (at most %d)", LAYOUT_MAX_DISKS);
+			ga->order[ga->norder++] = ga->npaths;
+		}
+		ga->paths[ga->npaths++] = argv[i];
+	}
+	if (ga->npaths == 0)
+		return fmt_fail(err, errlen, -1, "no member images given");
+	if (manual) {
+		if (ga->order_arg && parse_order(ga, ga->npaths, err, errlen))
+			return -1;
+		ga->manual = true;
+		ga->geom.raid_disks = ga->norder;
+		if (ga->layout_name && layout_from_name(ga->geom.level, ga->layout_name, &ga->geom.layout))
+			return fmt_fail(err, errlen, -1, "--layout %s: not a RAID%d layout", ga->layout_name,
+					ga->geom.level);
+	}
+	return 0;
+}
+
+void geom_args_free(struct geom_args *ga)
+{
+	free(ga->paths);
+	ga->paths = NULL;
+}

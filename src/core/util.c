@@ -1,0 +1,175 @@
+/* util.c - see util.h */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+const char *prog_name = "raidimg";
+int verbose;
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	long double v;
+	uint64_t mult = 1;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtold(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	switch (*end) {
+	case '\0': break;
+	case 's': case 'S': mult = 512; end++; break;
+	case 'k': case 'K': mult = 1ULL << 10; end++; break;
+	case 'm': case 'M': mult = 1ULL << 20; end++; break;
+	case 'g': case 'G': mult = 1ULL << 30; end++; break;
+	case 't': case 'T': mult = 1ULL << 40; end++; break;
+	case 'p': case 'P': mult = 1ULL << 50; end++; break;
+	default: return -EINVAL;
+	}
+	/* accept "K", "KiB", "KB" (all binary) */
+	if (mult > 512 && (*end == 'i' || *end == 'I'))
+		end++;
+	if (mult > 512 && (*end == 'b' || *end == 'B'))
+		end++;
+	if (*end)
+		return -EINVAL;
+	v *= mult;
+	if (v >= 18446744073709551615.0L)
+		return -ERANGE;
+	if (v != (long double)(uint64_t)v)
+		return -EINVAL;          /* fractional bytes */
+	*out = (uint64_t)v;
+	return 0;
+}
+
+int parse_int(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (errno || *end || end == s)
+		return -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+char *fmt_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)bytes;
+	size_t u = 0;
+
+	while (v >= 1024 && u + 1 < ARRAY_LEN(unit)) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+void fmt_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int fmt_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+void msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void *xaligned_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 64, len ? len : 64))
+		return NULL;
+	return p;
+}
+
+void json_str_or_null(FILE *f, const char *s)
+{
+	if (s && *s)
+		json_str(f, s);
+	else
+		fputs("null", f);
+}
+
+void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		switch (c) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\t': fputs("\\t", f); break;
+		case '\r': fputs("\\r", f); break;
+		default:
+			if (c < 0x20)
+				fprintf(f, "\\u%04x", c);
+			else
+				fputc(c, f);
+		}
+	}
+	fputc('"', f);
+}
+
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+
+
+
+

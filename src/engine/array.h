@@ -1,0 +1,159 @@
+/* array.h - an assembled md RAID4/5/6 array over member sources.
+ *
+ * Assembly (array_assemble) turns a list of member images (or a manual
+ * geometry) into a struct array: members ordered by role, missing/stale/
+ * faulty ones known.  array_read() serves any byte range of the array,
+ * rebuilding from parity when members are missing or fail to read.
+ * array_read is thread-safe: many threads may read at once.
+ */
+#ifndef RAIDIMG_ARRAY_H
+#define RAIDIMG_ARRAY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "geom_args.h"
+#include "layout.h"
+#include "source.h"
+#include "volume.h"
+
+/* Requests and bytes asked of members, counted by whoever asks (the read
+ * path into the array's, the scrub into its own). */
+struct io_tally {
+	_Atomic uint64_t requests, bytes;
+};
+
+enum member_state {
+	MEMBER_OK = 0,         /* in use */
+	MEMBER_MISSING,        /* no image for this role (absent or "missing") */
+	MEMBER_FAULTY,         /* metadata of the freshest member says faulty/removed */
+	MEMBER_STALE,          /* events too old; left out (used only with --force) */
+	MEMBER_REBUILDING,     /* recovery_offset < size: valid only below it */
+};
+
+struct array_member {
+	int role;
+	enum member_state state;
+	struct source *src;          /* NULL unless the array reads it; owned */
+	char *path;                  /* image path given by the user, owned, may be NULL */
+	uint64_t data_offset;        /* bytes */
+	uint64_t image_bytes;        /* size of the image */
+	/* Bytes of the data area that can be read: less than member_bytes when
+	 * the image is truncated or the member was being rebuilt
+	 * (recovery_offset).  Chunks beyond it are rebuilt from parity. */
+	uint64_t readable_bytes;
+	bool has_meta;
+	struct member_meta meta;     /* valid if has_meta */
+	char note[160];              /* why it is not used, for the user */
+	/* counters (atomic: updated by readers) */
+	_Atomic uint64_t reads, read_bytes, read_errors;
+};
+
+/* Images that were given but are not part of the array (spares, other arrays
+ * refused with --force, ...): reported by examine. */
+struct array_extra {
+	char *path;
+	char note[200];
+};
+
+struct array {
+	struct volume vol;           /* the array as a volume (array_volume()) */
+	struct layout_geom geom;
+	int k;                       /* data chunks per stripe */
+	uint64_t member_bytes;       /* data bytes per member used by the array */
+	uint64_t array_bytes;        /* k * member_bytes */
+	uint64_t stripes;            /* member_bytes / chunk_bytes */
+	int nmissing;                /* roles not readable (any state but OK) */
+	int redundancy;              /* 1 (RAID4/5) or 2 (RAID6) */
+	bool has_meta;
+	char meta_format[8];
+	uint8_t uuid[16];
+	char name[33];
+	uint64_t events;             /* the freshest member's */
+	uint64_t resync_offset;      /* bytes of member data area; UINT64_MAX clean */
+	struct array_member *members;   /* [raid_disks], indexed by role; owned */
+	int nextra;
+	struct array_extra *extra;   /* owned */
+	char warnings[2048];         /* things the user must be told (forced stale members...) */
+	/* counters */
+	_Atomic uint64_t bytes_served, stripes_rebuilt, read_errors_recovered, read_errors_fatal;
+	struct io_tally io;          /* member requests of the read path */
+	/* An array caught in the middle of a reshape (md's "Reshape pos'n"):
+	 * this struct describes the geometry after it (the superblock's
+	 * raid_disks, new layout and chunk, data_offset + new_offset), prev the
+	 * geometry before it.  Array bytes below reshape_bytes are laid out the
+	 * new way, the rest the old way (the other way round when
+	 * reshape_backwards).  array_bytes is the smaller of the two sizes, as
+	 * md serves until the reshape ends.  prev shares the member sources and
+	 * paths of the roles both have (it owns only those of members leaving
+	 * in a shrinking reshape, roles >= this raid_disks) and counts reads
+	 * into this array's counters (stats_of).  NULL when no reshape is in
+	 * progress. */
+	struct array *prev;
+	uint64_t reshape_bytes;
+	bool reshape_backwards;
+	struct array *stats_of;      /* prev only: the array it belongs to */
+};
+
+struct assemble_opts {
+	/* the images and how to place them: md metadata, or a manual geometry
+	 * (g.manual); --force, --reshape-position */
+	struct geom_args g;
+	int open_flags;              /* SOURCE_READ normally */
+};
+
+/* Assemble the images o->g.paths[0..o->g.npaths).  On failure returns
+ * -errno and a message in err naming the file and the problem.  On success
+ * *out is owned by the caller: array_free(). */
+int array_assemble(const struct assemble_opts *o, struct array **out, char *err, size_t errlen);
+/* The same over sources already open (tests; o->g.paths are ignored):
+ * srcs[i] named names[i].  The sources are taken over in every case (the
+ * array keeps those it uses and closes the others). */
+int array_assemble_sources(struct source **srcs, const char *const *names, int n, const struct assemble_opts *o,
+			   struct array **out, char *err, size_t errlen);
+void array_free(struct array *a);    /* NULL is fine */
+
+/* The array as a volume (volume.h): reads are array_read_observed.
+ * array_volume_init() sets it up (assembly does, once the size is known). */
+static inline struct volume *array_volume(struct array *a)
+{
+	return &a->vol;
+}
+void array_volume_init(struct array *a);
+
+/* Read len bytes at array offset off into buf (any alignment).  Reads past
+ * array_bytes are clamped by the caller: off+len must be <= array_bytes.
+ * Returns 0, or -EIO when redundancy cannot cover the failed/missing members
+ * (*bad_off, if not NULL, then gets the first array offset not served). */
+int array_read(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *bad_off);
+
+/* array_read telling obs (may be NULL) where each byte came from: per
+ * chunk, VOLUME_SRC_MEMBER with the member read, VOLUME_SRC_REBUILT with
+ * the members used, VOLUME_SRC_UNREADABLE (volume.h). */
+int array_read_observed(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *bad_off,
+			const struct volume_observer *obs);
+
+/* ---- overlays of an array (array_overlay.c, overlay.h) ---- */
+struct overlay;
+struct overlay_identity;
+struct overlay_open_opts;
+/* The identity an overlay of a records (md uuid and geometry, or a manual
+ * geometry's data offset). */
+void array_overlay_identity(const struct array *a, struct overlay_identity *id);
+/* Open (writable and create in opts, else read-only: NULL opts) the
+ * overlay at path over a: it must be a's.  overlay_open's contract. */
+int array_overlay_open(const char *path, struct array *a, const struct overlay_open_opts *opts,
+		       struct overlay **out, bool *created, char *err, size_t errlen);
+
+/* The member's image as an absolute path (malloc'ed), NULL if it has none. */
+char *array_member_path(const struct array_member *m);
+/* "active", "missing", "faulty", "stale", "rebuilding" */
+const char *member_state_name(enum member_state s);
+
+/* Human-readable verdict: "complete", "degraded", "not assemblable" */
+const char *array_verdict(const struct array *a);
+
+#endif

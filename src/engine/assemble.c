@@ -1,0 +1,761 @@
+/* assemble.c - turn member images into a struct array (array.h).
+ *
+ * Assembly follows mdadm's rules (Assemble.c) and the kernel's
+ * (super_1_validate): members are placed by the role in their own
+ * metadata, the freshest member (highest events) is trusted for the
+ * geometry and for who is faulty, and a member more than one event behind
+ * it is stale.  A manual geometry places the images by --order instead.
+ * An array caught in the middle of a reshape gets the geometry before it
+ * as a second struct array (prev).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "array.h"
+#include "probe.h"
+#include "sysio.h"
+#include "parity.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* assembly                                                             */
+/* ------------------------------------------------------------------ */
+
+static void warn_add(struct array *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_add(struct array *a, const char *fmt, ...)
+{
+	size_t used = strlen(a->warnings);
+	va_list ap;
+
+	if (used + 2 >= sizeof(a->warnings))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(a->warnings + used, sizeof(a->warnings) - used - 1, fmt, ap);
+	va_end(ap);
+	used = strlen(a->warnings);
+	a->warnings[used] = '\n';
+	a->warnings[used + 1] = '\0';
+}
+
+/* One image given on the command line, while assembling. */
+struct candidate {
+	const char *path;
+	struct source *src;
+	bool has_meta;
+	struct member_meta meta;
+	bool used;
+};
+
+static int add_extra(struct array *a, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int add_extra(struct array *a, const char *path, const char *fmt, ...)
+{
+	struct array_extra *x;
+	va_list ap;
+
+	x = realloc(a->extra, (size_t)(a->nextra + 1) * sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	a->extra = x;
+	x = &a->extra[a->nextra++];
+	x->path = strdup(path);
+	va_start(ap, fmt);
+	vsnprintf(x->note, sizeof(x->note), fmt, ap);
+	va_end(ap);
+	return x->path ? 0 : -ENOMEM;
+}
+
+static int alloc_members(struct array *a, int n)
+{
+	a->members = calloc((size_t)n, sizeof(*a->members));
+	if (!a->members)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		a->members[i].role = i;
+		a->members[i].state = MEMBER_MISSING;
+		snprintf(a->members[i].note, sizeof(a->members[i].note), "no image for this role");
+	}
+	return 0;
+}
+
+/* Refuse sizes no image can back: the array's end must lie within at least
+ * one image (else every image is truncated - or the size is absurd); --force
+ * reads what there is.  who: the image whose superblock gave the geometry,
+ * NULL for a manual one. */
+static int check_sizes_backed(struct array *a, bool force, const char *who, char *err, size_t errlen)
+{
+	uint64_t longest = 0;
+	char b1[32], b2[32];
+
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		const struct array_member *m = &a->members[r];
+		uint64_t have;
+
+		if (!m->src || (m->state != MEMBER_OK && m->state != MEMBER_REBUILDING))
+			continue;
+		have = m->image_bytes > m->data_offset ? m->image_bytes - m->data_offset : 0;
+		if (have >= a->member_bytes || force)
+			return 0;
+		if (have > longest)
+			longest = have;
+	}
+	if (a->nmissing == a->geom.raid_disks)
+		return 0;       /* nothing to read: "too many missing" says it */
+	if (who)
+		fmt_err(err, errlen, "%s: the superblock gives each member %s of data, but no image holds "
+			"that much (the longest data area is %s): truncated images, or a damaged superblock? "
+			"(--force reads what there is)", who, fmt_size(a->member_bytes, b1, sizeof(b1)),
+			fmt_size(longest, b2, sizeof(b2)));
+	else
+		fmt_err(err, errlen, "--member-size %s is more than any image holds past the data offset "
+			"(the longest holds %s; --force reads what there is)",
+			fmt_size(a->member_bytes, b1, sizeof(b1)), fmt_size(longest, b2, sizeof(b2)));
+	return -EINVAL;
+}
+
+/* Set the derived sizes and check every used member against them.
+ * who: the image whose superblock gave the geometry, NULL for a manual one. */
+static int finish_geometry(struct array *a, bool force, const char *who, char *err, size_t errlen)
+{
+	const char *why = NULL;
+	int ret;
+
+	if (layout_check(&a->geom, &why)) {
+		fmt_err(err, errlen, "%s%sunsupported geometry: %s", who ? who : "", who ? ": " : "",
+			why ? why : "invalid");
+		return -EINVAL;
+	}
+	a->k = layout_data_disks(&a->geom);
+	a->redundancy = a->geom.level == 6 ? 2 : 1;
+	a->member_bytes -= a->member_bytes % a->geom.chunk_bytes;
+	if (a->member_bytes == 0) {
+		fmt_err(err, errlen, "%s%sthe members hold less than one chunk (%u bytes) of data",
+			who ? who : "", who ? ": " : "", a->geom.chunk_bytes);
+		return -EINVAL;
+	}
+	/* offsets must fit in an off_t (FUSE, lseek): at most 8 EiB */
+	if (a->member_bytes > (uint64_t)INT64_MAX / (uint64_t)a->k) {
+		fmt_err(err, errlen, "%s%san array of %d data members of %" PRIu64 " bytes each is impossibly large",
+			who ? who : "", who ? ": " : "", a->k, a->member_bytes);
+		return -EINVAL;
+	}
+	a->stripes = a->member_bytes / a->geom.chunk_bytes;
+	a->array_bytes = a->member_bytes * (uint64_t)a->k;
+	a->nmissing = 0;
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		struct array_member *m = &a->members[r];
+		if (m->state != MEMBER_OK && m->state != MEMBER_REBUILDING) {
+			a->nmissing++;
+			continue;
+		}
+		if (m->image_bytes < m->data_offset + a->member_bytes) {
+			uint64_t have = m->image_bytes > m->data_offset ? m->image_bytes - m->data_offset : 0;
+			if (have < m->readable_bytes)
+				m->readable_bytes = have;
+			warn_add(a, "%s: image is truncated: its data area ends %" PRIu64
+				 " bytes short of the %" PRIu64 " the array needs; those chunks are rebuilt from parity",
+				 m->path, a->member_bytes - have, a->member_bytes);
+		}
+		if (m->readable_bytes > a->member_bytes)
+			m->readable_bytes = a->member_bytes;
+	}
+	if (a->nmissing > a->redundancy) {
+		char roles[256] = "";
+		size_t used = 0;
+		for (int r = 0; r < a->geom.raid_disks; r++) {
+			if (a->members[r].state == MEMBER_OK || a->members[r].state == MEMBER_REBUILDING)
+				continue;
+			used += (size_t)snprintf(roles + used, used < sizeof(roles) ? sizeof(roles) - used : 0,
+						 "%s%d (%s)", used ? ", " : "", r, a->members[r].note);
+			if (used >= sizeof(roles))
+				break;
+		}
+		fmt_err(err, errlen, "too many members missing: %d of %d roles unusable (RAID%d survives %d): roles %s",
+			a->nmissing, a->geom.raid_disks, a->geom.level, a->redundancy, roles);
+		return -ENODEV;
+	}
+	ret = check_sizes_backed(a, force, who, err, errlen);
+	if (ret)
+		return ret;
+	return 0;
+}
+
+static int assemble_manual(struct array *a, struct candidate *c, int nc,
+			   const struct assemble_opts *o, char *err, size_t errlen)
+{
+	int n = o->g.geom.raid_disks;
+	uint64_t smallest = UINT64_MAX;
+	int ret;
+
+	a->geom = o->g.geom;
+	if (o->g.norder && o->g.norder != n) {
+		fmt_err(err, errlen, "--order names %d members but the geometry has %d", o->g.norder, n);
+		return -EINVAL;
+	}
+	if (!o->g.norder && nc != n) {
+		fmt_err(err, errlen, "%d images given for %d members (use --order with 'missing' for absent ones)",
+			nc, n);
+		return -EINVAL;
+	}
+	ret = alloc_members(a, n);
+	if (ret)
+		return ret;
+	for (int r = 0; r < n; r++) {
+		int idx = o->g.norder ? o->g.order[r] : r;
+		struct array_member *m = &a->members[r];
+
+		if (idx < 0)
+			continue;
+		if (idx >= nc) {
+			fmt_err(err, errlen, "--order refers to image %d but only %d were given", idx, nc);
+			return -EINVAL;
+		}
+		if (c[idx].used) {
+			fmt_err(err, errlen, "%s: given twice in --order", c[idx].path);
+			return -EINVAL;
+		}
+		c[idx].used = true;
+		m->state = MEMBER_OK;
+		m->note[0] = '\0';
+		m->src = c[idx].src;
+		c[idx].src = NULL;
+		m->path = strdup(c[idx].path);
+		m->image_bytes = m->src->size;
+		m->data_offset = o->g.data_offset;
+		m->readable_bytes = UINT64_MAX;
+		m->has_meta = c[idx].has_meta;
+		if (m->has_meta)
+			m->meta = c[idx].meta;
+		if (!m->path)
+			return -ENOMEM;
+		if (m->image_bytes <= o->g.data_offset) {
+			fmt_err(err, errlen, "%s: image (%" PRIu64 " bytes) ends before the data offset %" PRIu64,
+				m->path, m->image_bytes, o->g.data_offset);
+			return -EINVAL;
+		}
+		if (m->image_bytes - o->g.data_offset < smallest)
+			smallest = m->image_bytes - o->g.data_offset;
+	}
+	for (int i = 0; i < nc; i++)
+		if (!c[i].used)
+			add_extra(a, c[i].path, "not named in --order; not used");
+	if (o->g.member_bytes)
+		a->member_bytes = o->g.member_bytes;
+	else if (smallest != UINT64_MAX)
+		a->member_bytes = smallest;
+	else {
+		fmt_err(err, errlen, "no member images given");
+		return -EINVAL;
+	}
+	return finish_geometry(a, o->g.force, NULL, err, errlen);
+}
+
+static const char *role_desc(int role, char *buf, size_t len)
+{
+	switch (role) {
+	case META_ROLE_SPARE: return "spare";
+	case META_ROLE_FAULTY: return "faulty";
+	case META_ROLE_JOURNAL: return "journal";
+	case META_ROLE_MISSING: return "removed";
+	default: snprintf(buf, len, "role %d", role); return buf;
+	}
+}
+
+static bool same_geometry(const struct member_meta *x, const struct member_meta *y)
+{
+	return x->level == y->level && x->layout == y->layout && x->chunk_bytes == y->chunk_bytes &&
+	       x->raid_disks == y->raid_disks && x->component_sectors == y->component_sectors;
+}
+
+/* The geometry before a (growing) reshape, over the members a already
+ * holds: a->prev.  who: the freshest image, for messages. */
+/* Bytes of a member's data area its superblock vouches for: all, or up to
+ * its recovery offset while it is being rebuilt. */
+static uint64_t meta_readable_bytes(const struct member_meta *mm)
+{
+	if ((mm->feature_map & 2) && mm->recovery_offset != UINT64_MAX)
+		return mm->recovery_offset * 512;
+	return UINT64_MAX;
+}
+
+/* A member that leaves in a shrinking reshape (role >= the new count):
+ * the freshest image claiming the role, NULL if none.  Its source moves to
+ * the caller. */
+static struct candidate *leaving_member(struct candidate *c, int nc, const struct member_meta *fresh, int role)
+{
+	struct candidate *best = NULL;
+
+	for (int i = 0; i < nc; i++)
+		if (c[i].src && c[i].has_meta && c[i].meta.role == role && same_geometry(&c[i].meta, fresh) &&
+		    (!best || c[i].meta.events > best->meta.events))
+			best = &c[i];
+	return best;
+}
+
+static int assemble_reshape_prev(struct array *a, const struct member_meta *fresh, struct candidate *c, int nc,
+				 const struct assemble_opts *o, const char *who, char *err, size_t errlen)
+{
+	int old_n = fresh->raid_disks - fresh->delta_disks;
+	bool force = o->g.force;
+	uint64_t pos = o->g.have_reshape_bytes ? o->g.reshape_bytes / 512 : fresh->reshape_position, stripe_sectors;
+	uint32_t big_chunk = fresh->chunk_bytes > fresh->new_chunk_bytes ? fresh->chunk_bytes
+									 : fresh->new_chunk_bytes;
+	struct array *p;
+	int ret;
+
+	if (old_n < 1 || old_n > LAYOUT_MAX_DISKS) {
+		fmt_err(err, errlen, "%s: reshape from %d members (delta %d) is impossible", who, old_n,
+			fresh->delta_disks);
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	a->prev = p;            /* array_free(a) frees it from here on */
+	p->stats_of = a;
+	p->has_meta = true;
+	memcpy(p->meta_format, a->meta_format, sizeof(p->meta_format));
+	memcpy(p->uuid, a->uuid, 16);
+	memcpy(p->name, a->name, sizeof(p->name));
+	p->events = a->events;
+	p->resync_offset = a->resync_offset;
+	p->geom.level = fresh->level;
+	p->geom.layout = fresh->layout;
+	p->geom.raid_disks = old_n;
+	p->geom.chunk_bytes = fresh->chunk_bytes;
+	p->member_bytes = fresh->component_sectors * 512;
+	ret = alloc_members(p, old_n);
+	if (ret)
+		return ret;
+	for (int r = 0; r < old_n; r++) {
+		struct array_member *m = &p->members[r];
+
+		if (r >= a->geom.raid_disks) {
+			/* leaving the array (shrinking): prev owns its source */
+			struct candidate *l = leaving_member(c, nc, fresh, r);
+			bool stale = l && l->meta.events + 1 < fresh->events && !force;
+
+			m->role = r;
+			if (!l || stale) {
+				m->state = l ? MEMBER_STALE : MEMBER_MISSING;
+				snprintf(m->note, sizeof(m->note), "%s", l ? "stale: left out" : "no image for this role");
+				continue;
+			}
+			m->path = strdup(l->path);
+			if (!m->path)
+				return -ENOMEM;
+			m->src = l->src;
+			l->src = NULL;
+			l->used = true;
+			m->state = MEMBER_OK;
+			m->note[0] = '\0';
+			m->has_meta = true;
+			m->meta = l->meta;
+			m->image_bytes = m->src->size;
+			m->data_offset = l->meta.data_offset * 512;
+			m->readable_bytes = UINT64_MAX;
+			continue;
+		}
+		const struct array_member *n = &a->members[r];
+
+		*m = (struct array_member){ .role = r, .state = n->state, .src = n->src, .path = n->path,
+					    .image_bytes = n->image_bytes, .has_meta = n->has_meta,
+					    .meta = n->meta };
+		memcpy(m->note, n->note, sizeof(m->note));
+		if (!n->has_meta)
+			continue;
+		/* the old layout starts at the data offset itself */
+		m->data_offset = n->meta.data_offset * 512;
+		m->readable_bytes = meta_readable_bytes(&n->meta);
+	}
+	ret = finish_geometry(p, force, who, err, errlen);
+	if (ret)
+		return ret;
+	/* what the old geometry found that the new one did not say */
+	for (char *line = p->warnings, *nl; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		*nl = '\0';
+		if (!strstr(a->warnings, line))
+			warn_add(a, "%s", line);
+		*nl = '\n';
+	}
+	/* md refuses a position off a stripe of the larger chunk */
+	stripe_sectors = (uint64_t)big_chunk / 512 * (uint64_t)a->k;
+	if (pos != 0 && (stripe_sectors == 0 || pos % stripe_sectors)) {
+		fmt_err(err, errlen, "%s%s: reshape position %" PRIu64 " sectors is not on a stripe boundary of "
+			"the new geometry (%" PRIu64 " sectors)", o->g.have_reshape_bytes ? "--reshape-position, " : "",
+			who, pos, stripe_sectors);
+		return -EINVAL;
+	}
+	if (pos > UINT64_MAX / 512) {
+		fmt_err(err, errlen, "%s: reshape position %" PRIu64 " sectors is impossibly large", who, pos);
+		return -EINVAL;
+	}
+	a->reshape_bytes = pos * 512;
+	/* like the kernel (super_1_validate): backwards when shrinking, or with
+	 * the flag when the member count stays */
+	a->reshape_backwards = fresh->delta_disks < 0 || (fresh->delta_disks == 0 && (fresh->feature_map & 32));
+	/* 0.90 metadata cannot say how far a member added for a growing
+	 * reshape is in sync: md (raid5_run) takes it as in sync up to the
+	 * reshape position, i.e. over the part read in the new geometry */
+	for (int r = 0; !a->reshape_backwards && r < a->geom.raid_disks; r++) {
+		struct array_member *m = &a->members[r];
+
+		if (m->state == MEMBER_REBUILDING && m->has_meta && m->meta.fmt &&
+		    (m->meta.fmt->flags & FORMAT_NO_RECOVERY_OFFSET) &&
+		    m->readable_bytes < a->reshape_bytes / (uint64_t)a->k) {
+			m->readable_bytes = a->reshape_bytes / (uint64_t)a->k;
+			snprintf(m->note, sizeof(m->note), "added by the reshape: in sync up to its position "
+				 "(%" PRIu64 " bytes)", m->readable_bytes);
+		}
+	}
+	if (p->array_bytes < a->array_bytes)
+		a->array_bytes = p->array_bytes;
+	if (a->reshape_bytes > a->array_bytes)
+		a->reshape_bytes = a->array_bytes;
+	if (o->g.have_reshape_bytes)
+		warn_add(a, "reshape position %" PRIu64 " bytes given with --reshape-position, not the "
+			 "superblocks' %" PRIu64, a->reshape_bytes, fresh->reshape_position * 512);
+	warn_add(a, "the array is in the middle of a reshape (%d -> %d members, %" PRIu64 " of %" PRIu64
+		 " bytes done%s): each part is read in its own geometry", old_n, a->geom.raid_disks,
+		 a->reshape_backwards ? a->array_bytes - a->reshape_bytes : a->reshape_bytes, a->array_bytes,
+		 a->reshape_backwards ? ", backwards" : "");
+	return 0;
+}
+
+static int assemble_md(struct array *a, struct candidate *c, int nc,
+		       const struct assemble_opts *o, char *err, size_t errlen)
+{
+	const struct member_meta *fresh = NULL;
+	int ifresh = -1;
+	char rb[32];
+	int ret;
+
+	/* Every image must carry md metadata of one and the same array. */
+	for (int i = 0; i < nc; i++) {
+		if (!c[i].has_meta) {
+			fmt_err(err, errlen, "%s: no md superblock found (for images without metadata give the "
+				"geometry: --level, --chunk, --layout, --order)", c[i].path);
+			return -EINVAL;
+		}
+		if (i && memcmp(c[i].meta.set_uuid, c[0].meta.set_uuid, 16)) {
+			char u0[40], u1[40];
+			meta_uuid_format(c[0].meta.set_uuid, u0);
+			meta_uuid_format(c[i].meta.set_uuid, u1);
+			fmt_err(err, errlen, "%s and %s belong to different arrays (uuid %s vs %s)",
+				c[0].path, c[i].path, u0, u1);
+			return -EINVAL;
+		}
+		if (!fresh || c[i].meta.events > fresh->events) {
+			fresh = &c[i].meta;
+			ifresh = i;
+		}
+	}
+	if (!fresh) {
+		fmt_err(err, errlen, "no member images given");
+		return -EINVAL;
+	}
+	if (fresh->reshape_active && fresh->new_level != fresh->level) {
+		fmt_err(err, errlen, "%s: the array is in the middle of a reshape from RAID%d to RAID%d; "
+			"reading a reshape that changes the level is not supported", c[ifresh].path,
+			fresh->level, fresh->new_level);
+		return -ENOTSUP;
+	}
+	if (fresh->level != 4 && fresh->level != 5 && fresh->level != 6) {
+		fmt_err(err, errlen, "%s: RAID level %d is not supported (raidimg reads RAID4, RAID5 and RAID6)",
+			c[ifresh].path, fresh->level);
+		return -ENOTSUP;
+	}
+	a->has_meta = true;
+	memcpy(a->meta_format, fresh->format, sizeof(a->meta_format));
+	memcpy(a->uuid, fresh->set_uuid, 16);
+	memcpy(a->name, fresh->set_name, sizeof(a->name));
+	a->events = fresh->events;
+	/* during a reshape this is the geometry after it; prev (below) the one before */
+	a->geom.level = fresh->level;
+	a->geom.layout = fresh->new_layout;
+	a->geom.raid_disks = fresh->raid_disks;
+	a->geom.chunk_bytes = fresh->new_chunk_bytes;
+	if (fresh->raid_disks < 1 || fresh->raid_disks > LAYOUT_MAX_DISKS) {
+		fmt_err(err, errlen, "%s: superblock says %d members", c[ifresh].path, fresh->raid_disks);
+		return -EINVAL;
+	}
+	ret = alloc_members(a, fresh->raid_disks);
+	if (ret)
+		return ret;
+	if (fresh->component_sectors > (uint64_t)INT64_MAX / 512) {
+		fmt_err(err, errlen, "%s: superblock says each member holds %" PRIu64 " sectors: impossibly large",
+			c[ifresh].path, fresh->component_sectors);
+		return -EINVAL;
+	}
+	a->member_bytes = fresh->component_sectors * 512;
+	a->resync_offset = fresh->resync_offset == UINT64_MAX ? UINT64_MAX : fresh->resync_offset * 512;
+
+	for (int i = 0; i < nc; i++) {
+		struct member_meta *mm = &c[i].meta;
+		struct array_member *m;
+		int role = mm->role;
+		bool stale = mm->events + 1 < fresh->events;
+		int fresh_view = META_ROLE_MISSING;
+
+		if (mm->dev_number >= 0 && mm->dev_number < fresh->max_dev && mm->dev_number < META_MAX_DEVS)
+			fresh_view = fresh->dev_roles[mm->dev_number];
+		if (role < 0) {
+			add_extra(a, c[i].path, "%s (not an active member)", role_desc(role, rb, sizeof(rb)));
+			continue;
+		}
+		if (role >= fresh->raid_disks && fresh->reshape_active && fresh->delta_disks < 0 &&
+		    role < fresh->raid_disks - fresh->delta_disks && same_geometry(mm, fresh))
+			continue;       /* leaving in a shrinking reshape: only the old geometry has it */
+		if (role >= fresh->raid_disks) {
+			add_extra(a, c[i].path, "claims role %d but the array has %d members", role,
+				  fresh->raid_disks);
+			continue;
+		}
+		if (!same_geometry(mm, fresh) && !stale) {
+			fmt_err(err, errlen, "%s and %s disagree on the geometry (level/layout/chunk/members/size) "
+				"at the same event count", c[i].path, c[ifresh].path);
+			return -EINVAL;
+		}
+		m = &a->members[role];
+		if (m->state != MEMBER_MISSING && m->src) {
+			/* Two images claim one role: the fresher wins, a tie is an error. */
+			if (m->meta.events == mm->events) {
+				fmt_err(err, errlen, "%s and %s both claim role %d (events %" PRIu64 ")",
+					m->path, c[i].path, role, mm->events);
+				return -EINVAL;
+			}
+			if (m->meta.events > mm->events) {
+				add_extra(a, c[i].path, "older copy of role %d (events %" PRIu64 " < %" PRIu64
+					  "); not used", role, mm->events, m->meta.events);
+				continue;
+			}
+			add_extra(a, m->path, "older copy of role %d (events %" PRIu64 " < %" PRIu64 "); not used",
+				  role, m->meta.events, mm->events);
+			source_close(m->src);
+			m->src = NULL;
+			free(m->path);
+			m->path = NULL;
+		}
+		m->has_meta = true;
+		m->meta = *mm;
+		m->path = strdup(c[i].path);
+		if (!m->path)
+			return -ENOMEM;
+		m->image_bytes = c[i].src->size;
+		if ((int64_t)mm->data_offset + mm->new_offset < 0) {
+			fmt_err(err, errlen, "%s: the reshape's new data offset (%" PRIu64 " %+" PRId64
+				" sectors) is before the start of the image", c[i].path, mm->data_offset,
+				mm->new_offset);
+			return -EINVAL;
+		}
+		/* new_offset is 0 unless a reshape moves the data */
+		m->data_offset = (uint64_t)((int64_t)mm->data_offset + mm->new_offset) * 512;
+		m->readable_bytes = meta_readable_bytes(mm);
+		m->note[0] = '\0';
+
+		/* The freshest member's view only condemns a member it records as
+		 * faulty: a member that claims a role with a current event count
+		 * while the others list its slot as spare is a replacement (such
+		 * as one written by raidimg rebuild), as in the kernel, whose
+		 * role comes from each member's own superblock. */
+		if (stale || fresh_view == META_ROLE_FAULTY) {
+			const char *why = stale ? "stale" : "marked faulty by the freshest member";
+			if (!o->g.force) {
+				m->state = stale ? MEMBER_STALE : MEMBER_FAULTY;
+				snprintf(m->note, sizeof(m->note), "%s: events %" PRIu64 " vs %" PRIu64
+					 " (%s); left out, --force to use it", why, mm->events, fresh->events,
+					 c[ifresh].path);
+				/* keep the source open: examine shows it; reads never use it */
+				m->src = c[i].src;
+				c[i].src = NULL;
+				c[i].used = true;
+				continue;
+			}
+			warn_add(a, "%s: FORCED into the array although %s (events %" PRIu64 ", freshest %" PRIu64
+				 "): its data may be out of date", c[i].path, why, mm->events, fresh->events);
+		}
+		m->state = m->readable_bytes < a->member_bytes ? MEMBER_REBUILDING : MEMBER_OK;
+		if (m->state == MEMBER_REBUILDING)
+			snprintf(m->note, sizeof(m->note), "being rebuilt: valid below %" PRIu64 " bytes",
+				 m->readable_bytes);
+		m->src = c[i].src;
+		c[i].src = NULL;
+		c[i].used = true;
+	}
+	/* Stale/faulty members stay in members[] for reporting but are not readable. */
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		struct array_member *m = &a->members[r];
+		if ((m->state == MEMBER_STALE || m->state == MEMBER_FAULTY) && m->src) {
+			source_close(m->src);
+			m->src = NULL;
+		}
+	}
+	if (a->resync_offset != UINT64_MAX)
+		warn_add(a, "the array was not clean (resync at %" PRIu64 " bytes into each member): parity "
+			 "beyond there may be stale, so chunks rebuilt from it may be wrong", a->resync_offset);
+	ret = finish_geometry(a, o->g.force, c[ifresh].path, err, errlen);
+	if (!ret && fresh->reshape_active)
+		ret = assemble_reshape_prev(a, fresh, c, nc, o, c[ifresh].path, err, errlen);
+	else if (!ret && o->g.have_reshape_bytes) {
+		fmt_err(err, errlen, "--reshape-position: %s: the array is not in the middle of a reshape",
+			c[ifresh].path);
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+/* Probe each candidate's metadata.  Without a manual geometry a broken
+ * superblock is an error; with one, it is only noted. */
+static int probe_candidates(struct candidate *c, int n, const struct assemble_opts *o, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++) {
+		char perr[256];
+		int ret = metadata_probe(c[i].src, &c[i].meta, perr, sizeof(perr));
+
+		if (ret == 0) {
+			c[i].has_meta = true;
+		} else if (ret != -ENOENT && !o->g.manual) {
+			fmt_err(err, errlen, "%s: %s", c[i].path, perr);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int array_assemble_sources(struct source **srcs, const char *const *names, int n, const struct assemble_opts *o,
+			   struct array **out, char *err, size_t errlen)
+{
+	struct candidate *c = NULL;
+	struct array *a = NULL;
+	int ret = 0;
+
+	c = calloc((size_t)(n > 0 ? n : 1), sizeof(*c));
+	a = calloc(1, sizeof(*a));
+	for (int i = 0; i < n; i++) {
+		if (c) {
+			c[i].path = names[i];
+			c[i].src = srcs[i];
+		} else {
+			source_close(srcs[i]);  /* taken over in every case */
+		}
+		srcs[i] = NULL;
+	}
+	if (!c || !a) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = probe_candidates(c, n, o, err, errlen);
+	if (ret)
+		goto out;
+	if (o->g.manual)
+		ret = assemble_manual(a, c, n, o, err, errlen);
+	else
+		ret = assemble_md(a, c, n, o, err, errlen);
+	if (!ret)
+		array_volume_init(a);
+out:
+	for (int i = 0; c && i < n; i++)
+		source_close(c[i].src);
+	free(c);
+	if (ret) {
+		if (ret == -ENOMEM && err && !*err)
+			fmt_err(err, errlen, "out of memory");
+		array_free(a);
+		return ret;
+	}
+	*out = a;
+	return 0;
+}
+
+int array_assemble(const struct assemble_opts *o, struct array **out, char *err, size_t errlen)
+{
+	const char *const *paths = o->g.paths;
+	int npaths = o->g.npaths;
+	struct source **srcs;
+	int ret;
+
+	if (npaths <= 0 && !(o->g.manual && o->g.norder)) {
+		fmt_err(err, errlen, "no member images given");
+		return -EINVAL;
+	}
+	if (npaths > LAYOUT_MAX_DISKS * 2) {
+		fmt_err(err, errlen, "too many images (%d)", npaths);
+		return -E2BIG;
+	}
+	for (int i = 0; i < npaths; i++) {
+		for (int j = 0; j < i; j++) {
+			if (!strcmp(paths[i], paths[j])) {
+				fmt_err(err, errlen, "%s: given twice", paths[i]);
+				return -EINVAL;
+			}
+		}
+	}
+	srcs = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof(*srcs));
+	if (!srcs) {
+		fmt_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (int i = 0; i < npaths; i++) {
+		ret = source_open(paths[i], o->open_flags, &srcs[i], err, errlen);
+		if (ret) {
+			for (int j = 0; j < i; j++)
+				source_close(srcs[j]);
+			free(srcs);
+			return ret;
+		}
+	}
+	ret = array_assemble_sources(srcs, paths, npaths, o, out, err, errlen);
+	free(srcs);
+	return ret;
+}
+
+void array_free(struct array *a)
+{
+	if (!a)
+		return;
+	array_free(a->prev);
+	/* the geometry before a reshape shares the members both have (and owns
+	 * only those that leave in a shrinking reshape) */
+	for (int r = a->stats_of ? a->stats_of->geom.raid_disks : 0; a->members && r < a->geom.raid_disks; r++) {
+		source_close(a->members[r].src);
+		free(a->members[r].path);
+	}
+	free(a->members);
+	for (int i = 0; i < a->nextra; i++)
+		free(a->extra[i].path);
+	free(a->extra);
+	free(a);
+}
+
+char *array_member_path(const struct array_member *m)
+{
+	if (m->src && m->src->path)
+		return strdup(m->src->path);
+	return m->path ? abs_path(m->path) : NULL;
+}
+
+const char *member_state_name(enum member_state s)
+{
+	switch (s) {
+	case MEMBER_OK: return "active";
+	case MEMBER_MISSING: return "missing";
+	case MEMBER_FAULTY: return "faulty";
+	case MEMBER_STALE: return "stale";
+	case MEMBER_REBUILDING: return "rebuilding";
+	}
+	return "?";
+}
+
+const char *array_verdict(const struct array *a)
+{
+	return a->nmissing ? "degraded" : "complete";
+}
+

@@ -1,0 +1,125 @@
+/* member_io.c - see member_io.h */
+#include <errno.h>
+#include <string.h>
+
+#include "member_io.h"
+#include "parity.h"
+
+bool member_chunk_readable(const struct array *a, int disk, uint64_t stripe)
+{
+	const struct array_member *m = &a->members[disk];
+
+	if (!m->src || (m->state != MEMBER_OK && m->state != MEMBER_REBUILDING))
+		return false;
+	return (stripe + 1) * a->geom.chunk_bytes <= m->readable_bytes;
+}
+
+uint64_t member_rows(const struct array *a, int disk, uint64_t s0, uint64_t rows)
+{
+	uint64_t r = 0;
+
+	while (r < rows && member_chunk_readable(a, disk, s0 + r))
+		r++;
+	return r;
+}
+
+/* The member whose counters a read of disk goes to: for the geometry
+ * before a reshape, that of the array it belongs to. */
+static struct array_member *count_member(struct array *a, int disk)
+{
+	struct array *t = a->stats_of;
+
+	return t && disk < t->geom.raid_disks ? &t->members[disk] : &a->members[disk];
+}
+
+static void count(struct array *a, int disk, uint64_t len, int ret, struct io_tally *t)
+{
+	struct array_member *cm = count_member(a, disk);
+
+	atomic_fetch_add(&cm->reads, 1);
+	if (t) {
+		atomic_fetch_add(&t->requests, 1);
+		atomic_fetch_add(&t->bytes, len);
+	}
+	if (ret)
+		atomic_fetch_add(&cm->read_errors, 1);
+	else
+		atomic_fetch_add(&cm->read_bytes, len);
+}
+
+int member_read(struct array *a, int disk, void *buf, size_t len, uint64_t moff, struct io_tally *t)
+{
+	const struct array_member *m = &a->members[disk];
+	int ret = source_pread(m->src, buf, len, m->data_offset + moff);
+
+	count(a, disk, len, ret, t);
+	return ret;
+}
+
+int member_readv(struct array *a, int disk, const struct iovec *iov, int niov, uint64_t len, uint64_t moff,
+		 struct io_tally *t)
+{
+	const struct array_member *m = &a->members[disk];
+	int ret = source_preadv(m->src, iov, niov, m->data_offset + moff);
+
+	count(a, disk, len, ret, t);
+	return ret;
+}
+
+uint64_t member_read_rows(struct array *a, int disk, uint8_t *buf, uint64_t rows, uint32_t cols, uint64_t moff,
+			  uint64_t stride, uint32_t block, uint8_t *bad, struct io_tally *t)
+{
+	uint32_t nb = block ? (cols + block - 1) / block : 1;
+	uint64_t failed = 0;
+
+	memset(bad, 0, (size_t)(rows * nb));
+	if (rows == 0)
+		return 0;
+	/* one request for the lot when the rows are contiguous; a single row
+	 * that fails is not read again whole */
+	if (cols == stride && member_read(a, disk, buf, (size_t)(rows * cols), moff, t) == 0)
+		return 0;
+	for (uint64_t r = 0; r < rows; r++) {
+		uint8_t *dst = buf + r * cols, *b = bad + r * nb;
+		uint64_t off = moff + r * stride;
+
+		if (!(cols == stride && rows == 1) && member_read(a, disk, dst, cols, off, t) == 0)
+			continue;
+		failed++;
+		if (!block) {
+			b[0] = 1;
+			continue;
+		}
+		for (uint32_t i = 0; i < nb; i++) {
+			uint32_t x = i * block, l = cols - x < block ? cols - x : block;
+
+			b[i] = member_read(a, disk, dst + x, l, off + x, t) != 0;
+		}
+	}
+	return failed;
+}
+
+int stripe_parity_id(const struct array *a, const struct stripe_map *map, int disk)
+{
+	if (disk == map->p_disk)
+		return PARITY_P;
+	if (disk == map->q_disk)
+		return PARITY_Q;
+	return a->geom.level == 6 ? map->disk_slot[disk] : map->disk_data[disk];
+}
+
+int stripe_slots(const struct array *a, const struct stripe_map *map, uint8_t *const *blk_by_disk,
+		 uint8_t **slots)
+{
+	if (a->geom.level == 6) {
+		for (int i = 0; i < map->q_slots; i++)
+			slots[i] = NULL;
+		for (int d = 0; d < map->n; d++)
+			if (map->disk_slot[d] >= 0)
+				slots[map->disk_slot[d]] = blk_by_disk[d];
+		return map->q_slots;
+	}
+	for (int d = 0; d < map->k; d++)
+		slots[d] = blk_by_disk[map->data_disk[d]];
+	return map->k;
+}

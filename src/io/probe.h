@@ -1,0 +1,18 @@
+/* probe.h - the metadata on a member source: format.h's formats read the
+ * source through a dev_reader. */
+#ifndef RAIDIMG_PROBE_H
+#define RAIDIMG_PROBE_H
+
+#include "format.h"
+#include "source.h"
+
+/* A dev_reader over src (which must outlive it). */
+void source_dev_reader(struct source *src, struct dev_reader *dev);
+/* format_probe over src: every volume found. */
+int probe_source(struct source *src, struct format_found *out, char *err, size_t errlen);
+/* The first volume only (md's own formats have one).  -ENOENT with "no md
+ * superblock" when there is none; another -errno with a message when there
+ * is one but it is broken. */
+int metadata_probe(struct source *src, struct member_meta *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,85 @@
+/* source.h - a member image: where its bytes come from.
+ *
+ * A vtable so that every kind of image (raw, zstd seekable; a fault
+ * injector in tests) sits behind the same calls.  Sources are opened read-only unless
+ * SOURCE_WRITE is asked for explicitly.
+ */
+#ifndef RAIDIMG_SOURCE_H
+#define RAIDIMG_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct source;
+
+struct source_ops {
+	const char *kind;                 /* "raw", "zstd", ... */
+	/* Read exactly len bytes at off (looping over short reads).
+	 * Reading past the end of the image is -EIO (a truncated image).
+	 * Returns 0 or -errno. */
+	int (*pread)(struct source *s, void *buf, size_t len, uint64_t off);
+	/* Vectored form: fill iov[0..iovcnt) from consecutive bytes at off. */
+	int (*preadv)(struct source *s, const struct iovec *iov, int iovcnt, uint64_t off);
+	/* Write exactly len bytes at off.  -EROFS unless opened SOURCE_WRITE. */
+	int (*pwrite)(struct source *s, const void *buf, size_t len, uint64_t off);
+	int (*sync)(struct source *s);
+	/* Set the image size (sparse).  -EROFS unless writable. */
+	int (*truncate)(struct source *s, uint64_t size);
+	void (*close)(struct source *s);  /* frees s and everything it owns */
+	/* The file descriptor holding the image's bytes as they are (for
+	 * zero-copy transfers), or -1.  NULL op = -1. */
+	int (*raw_fd)(struct source *s);
+};
+
+struct source {
+	const struct source_ops *ops;
+	char *path;         /* absolute path, owned */
+	uint64_t size;      /* bytes */
+	int writable;
+	void *priv;         /* the implementation's */
+};
+
+enum {
+	SOURCE_READ = 0,
+	SOURCE_WRITE = 1,      /* open O_RDWR: only for repair */
+};
+
+/* Open path as the right kind of source: a zstd seekable image
+ * (source_zstd.c) when it is one, else a raw one (plain file, block
+ * device).  On error returns -errno and, if err is not NULL, a message
+ * naming the file. */
+int source_open(const char *path, int flags, struct source **out, char *err, size_t errlen);
+int source_open_raw(const char *path, int flags, struct source **out, char *err, size_t errlen);
+/* A writable raw source over a duplicate of fd, a new image being written
+ * (create, rebuild: the fd of an outfile, which names and commits it).
+ * Not registered as evidence. */
+int source_wrap_fd(int fd, const char *path, struct source **out, char *err, size_t errlen);
+/* A zstd seekable-format image (source_zstd.c), read-only; its size is the
+ * decompressed size.  source_open picks it for files starting with the zstd
+ * magic (see source.c). */
+int source_open_zstd(const char *path, int flags, struct source **out, char *err, size_t errlen);
+/* A hook called by source_open on every source it opened, which may
+ * replace *s by a source of its own that wraps it (then owning the old
+ * one): 0, or -errno with a message (source_open then fails).  The test
+ * build of raidimg installs tests/helpers/source_fault.c's, which makes
+ * chosen reads fail; raidimg itself installs none.  Set it before any
+ * source is opened (not thread-safe). */
+typedef int (*source_open_hook_fn)(struct source **s, char *err, size_t errlen);
+void source_set_open_hook(source_open_hook_fn hook);
+
+static inline int source_pread(struct source *s, void *buf, size_t len, uint64_t off)
+{
+	return s->ops->pread(s, buf, len, off);
+}
+static inline int source_preadv(struct source *s, const struct iovec *iov, int iovcnt, uint64_t off)
+{
+	return s->ops->preadv(s, iov, iovcnt, off);
+}
+static inline int source_pwrite(struct source *s, const void *buf, size_t len, uint64_t off)
+{
+	return s->ops->pwrite(s, buf, len, off);
+}
+void source_close(struct source *s);  /* NULL is fine */
+
+#endif

@@ -1,0 +1,26 @@
+/* sysio.h - file and system helpers: whole-buffer reads and writes,
+ * absolute paths, randomness, pipe sizes. */
+#ifndef RAIDIMG_SYSIO_H
+#define RAIDIMG_SYSIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Absolute version of path (not resolving symlinks); malloc'ed or NULL. */
+char *abs_path(const char *path);
+
+/* Whole-buffer I/O, retried on EINTR and short transfers.  0 or -errno;
+ * a file that ends before len bytes are read (or takes no more) is -EIO. */
+int write_all(int fd, const void *buf, size_t len);
+int pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+int pread_all(int fd, void *buf, size_t len, uint64_t off);
+
+/* If fd is a pipe smaller than bytes, try to make it that large (up to
+ * fs.pipe-max-size for ordinary users): output into a pipe then goes to its
+ * reader in fewer, larger hand-overs.  Best effort, silent. */
+void pipe_grow(int fd, size_t bytes);
+
+/* n bytes from the kernel's random source (getrandom(2)), for UUIDs.  0 or -errno. */
+int random_bytes(uint8_t *p, size_t n);
+
+#endif

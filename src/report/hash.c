@@ -1,0 +1,219 @@
+/* hash.c - sha256 of files and of the members of an array (hash.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "hash.h"
+#include "sysio.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* sha256                                                               */
+/* ------------------------------------------------------------------ */
+
+struct sha256 {
+	EVP_MD_CTX *ctx;
+};
+
+int sha256_new(struct sha256 **out)
+{
+	struct sha256 *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	h->ctx = EVP_MD_CTX_new();
+	if (!h->ctx || !EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL)) {
+		sha256_free(h);
+		return -ENOMEM;
+	}
+	*out = h;
+	return 0;
+}
+
+void sha256_update(struct sha256 *h, const void *buf, size_t len)
+{
+	EVP_DigestUpdate(h->ctx, buf, len);
+}
+
+void sha256_final(struct sha256 *h, char hex[SHA256_HEX])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	EVP_DigestFinal_ex(h->ctx, md, &n);
+	for (unsigned int i = 0; i < n && i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+void sha256_free(struct sha256 *h)
+{
+	if (h) {
+		EVP_MD_CTX_free(h->ctx);
+		free(h);
+	}
+}
+
+#define HASH_READ (4u << 20)
+
+int custody_hash_file(const char *path, char hex[SHA256_HEX], uint64_t *bytes, char *err, size_t errlen)
+{
+	struct sha256 *h = NULL;
+	uint8_t *buf = malloc(HASH_READ);
+	uint64_t total = 0;
+	int fd = -1, ret = -ENOMEM;
+
+	if (!buf || sha256_new(&h)) {
+		fmt_err(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		fmt_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		goto out;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	for (;;) {
+		ssize_t n = read(fd, buf, HASH_READ);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			fmt_err(err, errlen, "%s: read error at offset %" PRIu64 ": %s", path, total, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		sha256_update(h, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	sha256_final(h, hex);
+	if (bytes)
+		*bytes = total;
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	sha256_free(h);
+	free(buf);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* member hashes                                                        */
+/* ------------------------------------------------------------------ */
+
+struct hash_job {
+	struct member_hashes *mh;
+	_Atomic int next;
+};
+
+static void *hash_worker(void *arg)
+{
+	struct hash_job *j = arg;
+	int i;
+
+	while ((i = atomic_fetch_add(&j->next, 1)) < j->mh->n) {
+		struct member_hash *h = &j->mh->h[i];
+
+		h->ret = custody_hash_file(h->path, h->sha256, &h->bytes, h->err, sizeof(h->err));
+	}
+	return NULL;
+}
+
+static int hashes_list(const struct array *a, struct member_hashes *mh)
+{
+	int n = 0;
+
+	mh->h = calloc((size_t)(a->geom.raid_disks + a->nextra), sizeof(*mh->h));
+	if (!mh->h)
+		return -ENOMEM;
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		const struct array_member *m = &a->members[r];
+		char *p = array_member_path(m);
+
+		if (!p)
+			continue;
+		mh->h[n].role = r;
+		mh->h[n].path = p;
+		mh->h[n].kind = m->src ? m->src->ops->kind : NULL;
+		n++;
+	}
+	for (int i = 0; i < a->nextra; i++) {
+		char *p = abs_path(a->extra[i].path);
+
+		if (!p)
+			continue;
+		mh->h[n].role = -1;
+		mh->h[n].path = p;
+		n++;
+	}
+	mh->n = n;
+	return 0;
+}
+
+int custody_hash_members(const struct array *a, int nthreads, struct member_hashes *mh)
+{
+	struct hash_job j = { .mh = mh };
+	pthread_t tids[16];
+	int started = 0;
+
+	memset(mh, 0, sizeof(*mh));
+	if (hashes_list(a, mh))
+		return -ENOMEM;
+	if (nthreads > (int)ARRAY_LEN(tids))
+		nthreads = (int)ARRAY_LEN(tids);
+	if (nthreads > mh->n)
+		nthreads = mh->n;
+	for (; started < nthreads; started++)
+		if (pthread_create(&tids[started], NULL, hash_worker, &j))
+			break;
+	hash_worker(&j);        /* this thread helps (and does it all if none started) */
+	for (int i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	for (int i = 0; i < mh->n; i++)
+		if (mh->h[i].ret)
+			return mh->h[i].ret;
+	return 0;
+}
+
+void custody_hashes_free(struct member_hashes *mh)
+{
+	for (int i = 0; mh->h && i < mh->n; i++)
+		free(mh->h[i].path);
+	free(mh->h);
+	mh->h = NULL;
+	mh->n = 0;
+}
+
+void custody_print_hashes(FILE *f, const struct member_hashes *mh, const char *array_hex, uint64_t offset,
+			  uint64_t length)
+{
+	for (int i = 0; i < mh->n; i++) {
+		const struct member_hash *h = &mh->h[i];
+
+		if (h->ret)
+			fprintf(f, "sha256 %-64s  ", "(unreadable)");
+		else
+			fprintf(f, "sha256 %s  ", h->sha256);
+		if (h->role >= 0)
+			fprintf(f, "role %d  %s\n", h->role, h->path);
+		else
+			fprintf(f, "not in the array  %s\n", h->path);
+	}
+	if (array_hex)
+		fprintf(f, "sha256 %s  array  bytes %" PRIu64 "-%" PRIu64 "\n", array_hex, offset,
+			length ? offset + length - 1 : offset);
+}
+

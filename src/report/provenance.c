@@ -1,0 +1,297 @@
+/* provenance.c - provenance maps (provenance.h).
+ *
+ * Provenance map (JSON lines): a header line
+ *   {"map":"raidimg-provenance","version":1,"array_bytes":N,"chunk_bytes":N,
+ *    "members":[{"role":0,"path":"..."},...]}
+ * then one line per range of the array written, in array order (offsets are
+ * array offsets), adjacent ranges of the same kind merged:
+ *   {"offset":N,"length":N,"source":"member","role":R}
+ *   {"offset":N,"length":N,"source":"rebuilt","role":R,"from_roles":[...]}
+ *   {"offset":N,"length":N,"source":"unreadable","role":R,"readable_roles":[...]}
+ * role is the member whose chunk holds the range; "rebuilt" ranges were
+ * computed from parity out of the members in from_roles.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "outfile.h"
+#include "provenance.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* provenance                                                           */
+/* ------------------------------------------------------------------ */
+
+struct prov_rec {
+	uint64_t off, len;
+	enum volume_src how;      /* MEMBER, REBUILT or UNREADABLE */
+	int role;
+	size_t used;                /* index of the member set in the slot's pool */
+};
+
+struct prov_slot {
+	struct provenance *p;
+	struct prov_rec *r;         /* owned */
+	size_t n, cap;
+	bool *pool;                 /* member sets, raid_disks each, owned */
+	size_t npool, poolcap;
+	uint64_t bad_off;
+	bool oom;
+};
+
+struct provenance {
+	FILE *f;                    /* over out (outfile_stdio), owned */
+	struct outfile out;         /* the map, named when complete */
+	char *path;                 /* owned */
+	const struct array *a;
+	int nslots;
+	struct prov_slot *slots;    /* owned */
+	struct volume_observer *obs;   /* [nslots]: the observer of each slot, owned */
+	struct prov_rec pend;       /* the range being merged, not yet written */
+	bool *pend_used;            /* [raid_disks], owned */
+	bool have_pend;
+};
+
+static const bool *slot_used(const struct prov_slot *sl, const struct prov_rec *r)
+{
+	return sl->pool + r->used * (size_t)sl->p->a->geom.raid_disks;
+}
+
+static void slot_add(struct prov_slot *sl, uint64_t off, uint64_t len, enum volume_src how, int role,
+		     const bool *used)
+{
+	int n = sl->p->a->geom.raid_disks;
+	struct prov_rec *r;
+
+	if (sl->n == sl->cap) {
+		size_t cap = sl->cap ? sl->cap * 2 : 256;
+		struct prov_rec *x = realloc(sl->r, cap * sizeof(*x));
+		if (!x) {
+			sl->oom = true;
+			return;
+		}
+		sl->r = x;
+		sl->cap = cap;
+	}
+	r = &sl->r[sl->n];
+	r->off = off;
+	r->len = len;
+	r->how = how;
+	r->role = role;
+	r->used = 0;
+	if (how != VOLUME_SRC_MEMBER) {
+		if (sl->npool == sl->poolcap) {
+			size_t cap = sl->poolcap ? sl->poolcap * 2 : 64;
+			bool *x = realloc(sl->pool, cap * (size_t)n * sizeof(*x));
+			if (!x) {
+				sl->oom = true;
+				return;
+			}
+			sl->pool = x;
+			sl->poolcap = cap;
+		}
+		memcpy(sl->pool + sl->npool * (size_t)n, used, (size_t)n * sizeof(*used));
+		r->used = sl->npool++;
+	}
+	sl->n++;
+}
+
+/* The observer of one slot: note a piece. */
+static void prov_served(void *ctx, uint64_t off, uint64_t len, enum volume_src how, int role, const bool *used)
+{
+	slot_add(ctx, off, len, how, role, used);
+}
+
+const struct volume_observer *provenance_observers(struct provenance *p)
+{
+	return p->obs;
+}
+
+static void write_roles(FILE *f, const char *key, const bool *used, int n, int except)
+{
+	bool first = true;
+
+	fprintf(f, ",\"%s\":[", key);
+	for (int i = 0; i < n; i++) {
+		if (!used[i] || i == except)
+			continue;
+		fprintf(f, "%s%d", first ? "" : ",", i);
+		first = false;
+	}
+	fputc(']', f);
+}
+
+static void pend_write(struct provenance *p)
+{
+	static const char *const name[] = {
+		[VOLUME_SRC_MEMBER] = "member", [VOLUME_SRC_REBUILT] = "rebuilt", [VOLUME_SRC_UNREADABLE] = "unreadable",
+	};
+	const struct prov_rec *r = &p->pend;
+
+	if (!p->have_pend)
+		return;
+	fprintf(p->f, "{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"source\":\"%s\",\"role\":%d", r->off,
+		r->len, name[r->how], r->role);
+	if (r->how == VOLUME_SRC_REBUILT)
+		write_roles(p->f, "from_roles", p->pend_used, p->a->geom.raid_disks, r->role);
+	else if (r->how == VOLUME_SRC_UNREADABLE)
+		write_roles(p->f, "readable_roles", p->pend_used, p->a->geom.raid_disks, r->role);
+	fputs("}\n", p->f);
+	p->have_pend = false;
+}
+
+/* Merge r (of slot sl) into the pending range or start a new one. */
+static void pend_add(struct provenance *p, const struct prov_slot *sl, const struct prov_rec *r)
+{
+	int n = p->a->geom.raid_disks;
+	const bool *used = r->how == VOLUME_SRC_MEMBER ? NULL : slot_used(sl, r);
+
+	if (p->have_pend && p->pend.off + p->pend.len == r->off && p->pend.how == r->how &&
+	    p->pend.role == r->role && (!used || !memcmp(used, p->pend_used, (size_t)n * sizeof(*used)))) {
+		p->pend.len += r->len;
+		return;
+	}
+	pend_write(p);
+	p->pend = *r;
+	if (used)
+		memcpy(p->pend_used, used, (size_t)n * sizeof(*used));
+	p->have_pend = true;
+}
+
+static int rec_cmp(const void *x, const void *y)
+{
+	const struct prov_rec *a = x, *b = y;
+
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+int provenance_emit(struct provenance *p, int slot, int ret)
+{
+	struct prov_slot *sl = &p->slots[slot];
+	uint64_t bad = UINT64_MAX;
+
+	if (sl->oom) {
+		msg("%s: out of memory for the provenance map", p->path);
+		return -ENOMEM;
+	}
+	qsort(sl->r, sl->n, sizeof(*sl->r), rec_cmp);
+	/* on a failed read only the bytes before the first unreadable one
+	 * were written: the map stops there, with the unreadable ranges */
+	for (size_t i = 0; ret && i < sl->n; i++)
+		if (sl->r[i].how == VOLUME_SRC_UNREADABLE && sl->r[i].off < bad)
+			bad = sl->r[i].off;
+	for (size_t i = 0; i < sl->n; i++) {
+		struct prov_rec r = sl->r[i];
+
+		if (r.how != VOLUME_SRC_UNREADABLE) {
+			if (r.off >= bad)
+				continue;
+			if (r.off + r.len > bad)
+				r.len = bad - r.off;
+		}
+		pend_add(p, sl, &r);
+	}
+	/* ready for the slot's next segment */
+	sl->n = 0;
+	sl->npool = 0;
+	return ferror(p->f) ? -EIO : 0;
+}
+
+int provenance_open(struct provenance **out, const char *path, const struct array *a, int nslots)
+{
+	struct provenance *p = calloc(1, sizeof(*p));
+	struct outfile_opts oo = { .replace = true };
+	char err[PATH_MAX + 256];
+
+	if (!p)
+		goto oom;
+	p->out.fd = -1;
+	p->a = a;
+	p->nslots = nslots;
+	p->path = strdup(path);
+	p->slots = calloc((size_t)nslots, sizeof(*p->slots));
+	p->pend_used = calloc((size_t)a->geom.raid_disks, sizeof(bool));
+	if (!p->path || !p->slots || !p->pend_used)
+		goto oom;
+	p->obs = calloc((size_t)nslots, sizeof(*p->obs));
+	if (!p->obs)
+		goto oom;
+	for (int i = 0; i < nslots; i++) {
+		p->slots[i].p = p;
+		p->obs[i] = (struct volume_observer){ prov_served, &p->slots[i] };
+	}
+	if (outfile_open(&p->out, path, &oo, err, sizeof(err))) {
+		msg("cannot create the provenance map: %s", err);
+		provenance_close(p, false);
+		return -EIO;
+	}
+	p->f = outfile_stdio(&p->out);
+	if (!p->f) {
+		msg("%s: cannot create the provenance map: %s", path, strerror(errno));
+		provenance_close(p, false);
+		return -EIO;
+	}
+	fprintf(p->f, "{\"map\":\"raidimg-provenance\",\"version\":1,\"array_bytes\":%" PRIu64
+		",\"chunk_bytes\":%" PRIu32 ",\"members\":[", a->array_bytes, a->geom.chunk_bytes);
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		char *mp = array_member_path(&a->members[r]);
+
+		fprintf(p->f, "%s{\"role\":%d,\"path\":", r ? "," : "", r);
+		if (mp)
+			json_str(p->f, mp);
+		else
+			fputs("null", p->f);
+		fprintf(p->f, ",\"state\":\"%s\"}", member_state_name(a->members[r].state));
+		free(mp);
+	}
+	fputs("]}\n", p->f);
+	*out = p;
+	return 0;
+oom:
+	msg("out of memory");
+	provenance_close(p, false);
+	return -ENOMEM;
+}
+
+int provenance_close(struct provenance *p, bool commit)
+{
+	char err[PATH_MAX + 256];
+	int ret = 0;
+
+	if (!p)
+		return 0;
+	if (p->f) {
+		if (commit)
+			pend_write(p);
+		if (ferror(p->f) | fclose(p->f)) {
+			ret = -EIO;
+			msg("%s: cannot write the provenance map (removed)", p->path);
+		}
+	}
+	if (commit && !ret) {
+		ret = outfile_commit(&p->out, err, sizeof(err));
+		if (ret)
+			msg("cannot write the provenance map: %s", err);
+	}
+	outfile_abort(&p->out);
+	for (int i = 0; p->slots && i < p->nslots; i++) {
+		free(p->slots[i].r);
+		free(p->slots[i].pool);
+	}
+	free(p->slots);
+	free(p->obs);
+	free(p->pend_used);
+	free(p->path);
+	free(p);
+	return ret;
+}
+

@@ -1,0 +1,291 @@
+/* record.c - JSON records of a run (record.h).
+ *
+ * Record format (JSON, one object; written with json-c):
+ *   {"raidimg_record": 1, "tool": "raidimg", "version": "0.1.0",
+ *    "command": "cat", "argv": [...], "cwd": "...",
+ *    "started": "2026-11-29T22:40:01Z", "finished": "...",
+ *    "assembly": {"paths": [absolute image paths, in the order given],
+ *                 "force": false, "manual": false,
+ *                 (manual only:) "level", "layout", "chunk_bytes",
+ *                 "data_offset", "member_bytes", "order": [image index or -1]},
+ *    "array": {"level", "layout", "layout_name", "raid_disks", "chunk_bytes",
+ *              "member_bytes", "array_bytes", "verdict", "metadata", "uuid",
+ *              "name", "events"},
+ *    "members": [{"role": 0 (null: left out), "state", "path", "kind",
+ *                 "data_offset", "image_bytes", "note", "sha256", "file_bytes"}],
+ *    "range": {"offset", "length"}, "array_sha256": "...",
+ *    "output": {"path" (null: stdout), "format", "sha256"},
+ *    "options": {command specific},
+ *    "result": {"exit_status": 0, "ok": true}}
+ *
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "outfile.h"
+#include "record.h"
+#include "sysio.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* records                                                              */
+/* ------------------------------------------------------------------ */
+
+struct custody_record {
+	json_object *root;      /* owned */
+	json_object *members;   /* in root */
+	json_object *options;   /* in root */
+};
+
+static void iso_time(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void jadd(json_object *o, const char *key, json_object *v)
+{
+	json_object_object_add(o, key, v);
+}
+
+static json_object *jstr(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+int record_new(struct custody_record **out, const char *command, int argc, char **argv)
+{
+	struct custody_record *r = calloc(1, sizeof(*r));
+	json_object *av;
+	char now[32], *cwd;
+
+	if (!r)
+		return -ENOMEM;
+	r->root = json_object_new_object();
+	av = json_object_new_array();
+	r->options = json_object_new_object();
+	r->members = json_object_new_array();
+	if (!r->root || !av || !r->options || !r->members) {
+		json_object_put(av);
+		json_object_put(r->options);
+		json_object_put(r->members);
+		json_object_put(r->root);
+		free(r);
+		return -ENOMEM;
+	}
+	iso_time(now, sizeof(now));
+	cwd = getcwd(NULL, 0);
+	for (int i = 0; i < argc; i++)
+		json_object_array_add(av, json_object_new_string(argv[i]));
+	jadd(r->root, "raidimg_record", json_object_new_int(1));
+	jadd(r->root, "tool", json_object_new_string("raidimg"));
+	jadd(r->root, "version", json_object_new_string(PACKAGE_VERSION));
+	jadd(r->root, "command", json_object_new_string(command));
+	jadd(r->root, "argv", av);
+	jadd(r->root, "cwd", jstr(cwd));
+	jadd(r->root, "started", json_object_new_string(now));
+	jadd(r->root, "options", r->options);
+	free(cwd);
+	*out = r;
+	return 0;
+}
+
+void record_add_string(struct custody_record *r, const char *key, const char *val)
+{
+	jadd(r->options, key, jstr(val));
+}
+
+void record_add_int(struct custody_record *r, const char *key, int64_t val)
+{
+	jadd(r->options, key, json_object_new_int64(val));
+}
+
+void record_add_bool(struct custody_record *r, const char *key, bool val)
+{
+	jadd(r->options, key, json_object_new_boolean(val));
+}
+
+static json_object *assembly_json(const struct assemble_opts *ao, const char *const *paths, int npaths)
+{
+	json_object *o = json_object_new_object(), *ps = json_object_new_array();
+
+	for (int i = 0; i < npaths; i++) {
+		char *p = abs_path(paths[i]);
+
+		json_object_array_add(ps, jstr(p ? p : paths[i]));
+		free(p);
+	}
+	jadd(o, "paths", ps);
+	jadd(o, "force", json_object_new_boolean(ao->g.force));
+	jadd(o, "manual", json_object_new_boolean(ao->g.manual));
+	if (ao->g.manual) {
+		json_object *ord = json_object_new_array();
+
+		for (int i = 0; i < ao->g.norder; i++)
+			json_object_array_add(ord, json_object_new_int(ao->g.order[i]));
+		jadd(o, "level", json_object_new_int(ao->g.geom.level));
+		jadd(o, "layout", json_object_new_int(ao->g.geom.layout));
+		jadd(o, "chunk_bytes", json_object_new_int64(ao->g.geom.chunk_bytes));
+		jadd(o, "data_offset", json_object_new_int64((int64_t)ao->g.data_offset));
+		jadd(o, "member_bytes", json_object_new_int64((int64_t)ao->g.member_bytes));
+		jadd(o, "order", ord);
+	}
+	return o;
+}
+
+static json_object *geometry_json(const struct array *a)
+{
+	json_object *o = json_object_new_object();
+	char uuid[40];
+
+	jadd(o, "level", json_object_new_int(a->geom.level));
+	jadd(o, "layout", json_object_new_int(a->geom.layout));
+	jadd(o, "layout_name", jstr(layout_name(a->geom.level, a->geom.layout)));
+	jadd(o, "raid_disks", json_object_new_int(a->geom.raid_disks));
+	jadd(o, "chunk_bytes", json_object_new_int64(a->geom.chunk_bytes));
+	jadd(o, "member_bytes", json_object_new_int64((int64_t)a->member_bytes));
+	jadd(o, "array_bytes", json_object_new_int64((int64_t)a->array_bytes));
+	jadd(o, "verdict", jstr(array_verdict(a)));
+	if (a->has_meta) {
+		for (int i = 0; i < 16; i++)
+			snprintf(uuid + 2 * i, 3, "%02x", a->uuid[i]);
+		jadd(o, "metadata", jstr(a->meta_format));
+		jadd(o, "uuid", jstr(uuid));
+		jadd(o, "name", jstr(a->name));
+		jadd(o, "events", json_object_new_int64((int64_t)a->events));
+	} else {
+		jadd(o, "metadata", NULL);
+	}
+	return o;
+}
+
+void record_add_array(struct custody_record *r, const struct array *a, const struct assemble_opts *ao,
+		      const char *const *paths, int npaths)
+{
+	jadd(r->root, "assembly", assembly_json(ao, paths, npaths));
+	jadd(r->root, "array", geometry_json(a));
+	for (int i = 0; i < a->geom.raid_disks; i++) {
+		const struct array_member *m = &a->members[i];
+		json_object *o = json_object_new_object();
+		char *p = array_member_path(m);
+
+		jadd(o, "role", json_object_new_int(i));
+		jadd(o, "state", jstr(member_state_name(m->state)));
+		jadd(o, "path", jstr(p));
+		jadd(o, "kind", jstr(m->src ? m->src->ops->kind : NULL));
+		jadd(o, "data_offset", json_object_new_int64((int64_t)m->data_offset));
+		jadd(o, "image_bytes", json_object_new_int64((int64_t)m->image_bytes));
+		if (m->note[0])
+			jadd(o, "note", jstr(m->note));
+		json_object_array_add(r->members, o);
+		free(p);
+	}
+	for (int i = 0; i < a->nextra; i++) {
+		json_object *o = json_object_new_object();
+		char *p = abs_path(a->extra[i].path);
+
+		jadd(o, "role", NULL);
+		jadd(o, "state", jstr("not in the array"));
+		jadd(o, "path", jstr(p ? p : a->extra[i].path));
+		jadd(o, "note", jstr(a->extra[i].note));
+		json_object_array_add(r->members, o);
+		free(p);
+	}
+	jadd(r->root, "members", json_object_get(r->members));
+}
+
+void record_add_hashes(struct custody_record *r, const struct member_hashes *mh)
+{
+	size_t n = json_object_array_length(r->members);
+
+	for (int i = 0; i < mh->n; i++) {
+		for (size_t j = 0; j < n; j++) {
+			json_object *o = json_object_array_get_idx(r->members, j), *p;
+
+			if (!json_object_object_get_ex(o, "path", &p) || !json_object_is_type(p, json_type_string) ||
+			    strcmp(json_object_get_string(p), mh->h[i].path))
+				continue;
+			if (mh->h[i].ret)
+				jadd(o, "hash_error", jstr(mh->h[i].err));
+			else
+				jadd(o, "sha256", jstr(mh->h[i].sha256));
+			jadd(o, "file_bytes", json_object_new_int64((int64_t)mh->h[i].bytes));
+		}
+	}
+}
+
+void record_add_range(struct custody_record *r, uint64_t offset, uint64_t length, const char *array_hex)
+{
+	json_object *o = json_object_new_object();
+
+	jadd(o, "offset", json_object_new_int64((int64_t)offset));
+	jadd(o, "length", json_object_new_int64((int64_t)length));
+	jadd(r->root, "range", o);
+	if (array_hex && *array_hex)
+		jadd(r->root, "array_sha256", jstr(array_hex));
+}
+
+void record_add_output(struct custody_record *r, const char *path, const char *format, const char *sha256)
+{
+	json_object *o = json_object_new_object();
+	char *p = path ? abs_path(path) : NULL;
+
+	jadd(o, "path", jstr(p));
+	jadd(o, "format", jstr(format));
+	if (sha256 && *sha256)
+		jadd(o, "sha256", jstr(sha256));
+	jadd(r->root, "output", o);
+	free(p);
+}
+
+int record_finish(struct custody_record *r, const char *path, int exit_status)
+{
+	json_object *res = json_object_new_object();
+	struct outfile_opts oo = { .replace = true };
+	struct outfile out;
+	char now[32], err[PATH_MAX + 256];
+	int ret;
+
+	iso_time(now, sizeof(now));
+	jadd(r->root, "finished", json_object_new_string(now));
+	jadd(res, "exit_status", json_object_new_int(exit_status));
+	jadd(res, "ok", json_object_new_boolean(exit_status == 0));
+	jadd(r->root, "result", res);
+
+	ret = outfile_open(&out, path, &oo, err, sizeof(err));
+	if (!ret && json_object_to_fd(out.fd, r->root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) {
+		ret = errno ? -errno : -EIO;
+		fmt_err(err, sizeof(err), "%s: %s", path, strerror(-ret));
+		outfile_abort(&out);
+	} else if (!ret) {
+		ret = outfile_commit(&out, err, sizeof(err));
+	}
+	if (ret)
+		msg("cannot write the record: %s", err);
+	return ret;
+}
+
+void record_free(struct custody_record *r)
+{
+	if (!r)
+		return;
+	json_object_put(r->members);
+	json_object_put(r->root);
+	free(r);
+}
+

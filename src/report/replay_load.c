@@ -1,0 +1,210 @@
+/* replay_load.c - read a record back for `raidimg replay` (record.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "outfile.h"
+#include "record.h"
+#include "util.h"
+
+#define RECORD_MAX_BYTES (64u << 20)    /* a record of 384 members is ~0.3 MB */
+
+/* ------------------------------------------------------------------ */
+/* replay                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Field getters: false (and a message) when absent or of the wrong type. */
+struct jctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+	bool bad;
+};
+
+static json_object *jget(struct jctx *c, json_object *o, const char *key, json_type t, bool required)
+{
+	json_object *v;
+
+	if (c->bad)
+		return NULL;
+	if (!o || !json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) {
+		if (required) {
+			fmt_err(c->err, c->errlen, "%s: not a raidimg record: no \"%s\"", c->file, key);
+			c->bad = true;
+		}
+		return NULL;
+	}
+	if (!json_object_is_type(v, t) && !(t == json_type_double && json_object_is_type(v, json_type_int))) {
+		fmt_err(c->err, c->errlen, "%s: \"%s\" has the wrong type", c->file, key);
+		c->bad = true;
+		return NULL;
+	}
+	return v;
+}
+
+static int64_t jint(struct jctx *c, json_object *o, const char *key, bool required)
+{
+	json_object *v = jget(c, o, key, json_type_int, required);
+
+	return v ? json_object_get_int64(v) : 0;
+}
+
+static void jcopy(struct jctx *c, json_object *o, const char *key, char *dst, size_t len)
+{
+	json_object *v = jget(c, o, key, json_type_string, false);
+
+	if (v)
+		snprintf(dst, len, "%s", json_object_get_string(v));
+}
+
+static void load_assembly(struct jctx *c, json_object *as, struct replay_spec *rs)
+{
+	json_object *ps = jget(c, as, "paths", json_type_array, true);
+	json_object *f = jget(c, as, "force", json_type_boolean, false);
+	json_object *m = jget(c, as, "manual", json_type_boolean, false);
+
+	rs->ao.open_flags = SOURCE_READ;
+	rs->ao.g.force = f && json_object_get_boolean(f);
+	rs->ao.g.manual = m && json_object_get_boolean(m);
+	if (ps) {
+		rs->npaths = (int)json_object_array_length(ps);
+		rs->paths = calloc((size_t)rs->npaths + 1, sizeof(*rs->paths));
+		for (int i = 0; rs->paths && i < rs->npaths; i++) {
+			json_object *p = json_object_array_get_idx(ps, (size_t)i);
+			rs->paths[i] = strdup(json_object_is_type(p, json_type_string) ? json_object_get_string(p) : "");
+		}
+	}
+	if (rs->ao.g.manual) {
+		json_object *ord = jget(c, as, "order", json_type_array, true);
+
+		rs->ao.g.geom.level = (int)jint(c, as, "level", true);
+		rs->ao.g.geom.layout = (int)jint(c, as, "layout", true);
+		rs->ao.g.geom.chunk_bytes = (uint32_t)jint(c, as, "chunk_bytes", true);
+		rs->ao.g.data_offset = (uint64_t)jint(c, as, "data_offset", false);
+		rs->ao.g.member_bytes = (uint64_t)jint(c, as, "member_bytes", false);
+		for (size_t i = 0; ord && i < json_object_array_length(ord) && i < LAYOUT_MAX_DISKS; i++) {
+			int v = json_object_get_int(json_object_array_get_idx(ord, i));
+
+			if (v < -1 || v >= rs->npaths) {
+				fmt_err(c->err, c->errlen, "%s: \"order\" names image %d of %d", c->file, v, rs->npaths);
+				c->bad = true;
+				return;
+			}
+			rs->ao.g.order[rs->ao.g.norder++] = v;
+		}
+		rs->ao.g.geom.raid_disks = rs->ao.g.norder;
+	}
+}
+
+static void load_members(struct jctx *c, json_object *ms, struct replay_spec *rs)
+{
+	size_t n = ms ? json_object_array_length(ms) : 0;
+
+	rs->members = calloc(n + 1, sizeof(*rs->members));
+	if (!rs->members)
+		return;
+	for (size_t i = 0; i < n && !c->bad; i++) {
+		json_object *o = json_object_array_get_idx(ms, i);
+		json_object *role = jget(c, o, "role", json_type_int, false);
+		json_object *path = jget(c, o, "path", json_type_string, false);
+		struct replay_member *m = &rs->members[rs->nmembers];
+
+		if (!path)
+			continue;           /* a missing member: no image */
+		jcopy(c, o, "sha256", m->sha256, sizeof(m->sha256));
+		m->role = role ? json_object_get_int(role) : -1;
+		m->path = strdup(json_object_get_string(path));
+		rs->nmembers++;
+	}
+}
+
+int replay_load(const char *path, struct replay_spec *rs, char *err, size_t errlen)
+{
+	struct jctx c = { .file = path, .err = err, .errlen = errlen };
+	json_object *root, *arr, *range, *out, *opts, *cmd;
+
+	enum json_tokener_error jerr;
+	char *text;
+	size_t len;
+	bool nul;
+	int ret;
+
+	memset(rs, 0, sizeof(*rs));
+	ret = side_file_read(path, "record", RECORD_MAX_BYTES, true, &text, &len, err, errlen);
+	if (ret)
+		return ret;
+	jerr = json_tokener_success;
+	nul = strlen(text) != len;
+	root = nul ? NULL : json_tokener_parse_verbose(text, &jerr);
+	free(text);
+	if (!root) {
+		fmt_err(err, errlen, "%s: not a raidimg record: %s", path,
+			nul ? "it holds NUL bytes" : json_tokener_error_desc(jerr));
+		return -EINVAL;
+	}
+	if (!json_object_is_type(root, json_type_object) ||
+	    !jget(&c, root, "raidimg_record", json_type_int, true)) {
+		if (!c.bad)
+			fmt_err(err, errlen, "%s: not a raidimg record", path);
+		json_object_put(root);
+		return -EINVAL;
+	}
+	cmd = jget(&c, root, "command", json_type_string, true);
+	rs->command = strdup(cmd ? json_object_get_string(cmd) : "");
+	if (cmd && !jget(&c, root, "assembly", json_type_object, false) && !c.bad) {
+		fmt_err(err, errlen, "%s: a record of `raidimg %s`, which assembles no array: only cat, export "
+			"and examine runs can be replayed", path, json_object_get_string(cmd));
+		c.bad = true;
+	}
+	load_assembly(&c, jget(&c, root, "assembly", json_type_object, true), rs);
+	arr = jget(&c, root, "array", json_type_object, true);
+	rs->level = (int)jint(&c, arr, "level", true);
+	rs->layout = (int)jint(&c, arr, "layout", true);
+	rs->raid_disks = (int)jint(&c, arr, "raid_disks", true);
+	rs->chunk_bytes = (uint32_t)jint(&c, arr, "chunk_bytes", true);
+	rs->array_bytes = (uint64_t)jint(&c, arr, "array_bytes", true);
+	load_members(&c, jget(&c, root, "members", json_type_array, true), rs);
+	range = jget(&c, root, "range", json_type_object, false);
+	rs->offset = range ? (uint64_t)jint(&c, range, "offset", true) : 0;
+	rs->length = range ? (uint64_t)jint(&c, range, "length", true) : rs->array_bytes;
+	jcopy(&c, root, "array_sha256", rs->array_sha256, sizeof(rs->array_sha256));
+	out = jget(&c, root, "output", json_type_object, false);
+	jcopy(&c, out, "format", rs->output_format, sizeof(rs->output_format));
+	opts = jget(&c, root, "options", json_type_object, false);
+	rs->zstd_level = (int)jint(&c, opts, "zstd_level", false);
+	rs->zstd_frame_bytes = (uint32_t)jint(&c, opts, "frame_bytes", false);
+	json_object_put(root);
+	if (!c.bad && (!rs->paths || !rs->members || !rs->command)) {
+		fmt_err(err, errlen, "%s: out of memory", path);
+		replay_spec_free(rs);
+		return -ENOMEM;
+	}
+	if (c.bad) {
+		replay_spec_free(rs);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void replay_spec_free(struct replay_spec *rs)
+{
+	for (int i = 0; rs->paths && i < rs->npaths; i++)
+		free(rs->paths[i]);
+	for (int i = 0; rs->members && i < rs->nmembers; i++)
+		free(rs->members[i].path);
+	free(rs->paths);
+	free(rs->members);
+	free(rs->command);
+	memset(rs, 0, sizeof(*rs));
+}
+
