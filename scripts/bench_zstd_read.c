@@ -99,13 +99,13 @@ int main(int argc, char **argv)
 	}
 	nthreads = atoi(argv[4]);
 	if (nthreads < 1 || nthreads > 64 ||
-	    array_assemble((const char *const *)argv + 5, argc - 5, &ao, &a, err, sizeof(err))) {
+	    (ao.g.paths = (const char **)argv + 5, ao.g.npaths = argc - 5, array_assemble(&ao, &a, err, sizeof(err)))) {
 		fprintf(stderr, "%s\n", err[0] ? err : "bad THREADS");
 		return 2;
 	}
 	if (!strcmp(argv[1], "rand")) {
 		struct job j = { .a = a, .size = size };
-		struct pipeline warm = { .a = a, .start = 0, .length = a->array_bytes, .nthreads = nthreads,
+		struct pipeline warm = { .vol = array_volume(a), .start = 0, .length = a->array_bytes, .nthreads = nthreads,
 					 .consume = seq_consume };
 		uint64_t f0;
 		pthread_t t[64];
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 		       (double)j.ops * (double)size / 1e6 / (cpu_now() - c0),
 		       j.errors ? " ERRORS" : "");
 	} else {
-		struct pipeline pl = { .a = a, .start = 0, .length = a->array_bytes, .nthreads = nthreads,
+		struct pipeline pl = { .vol = array_volume(a), .start = 0, .length = a->array_bytes, .nthreads = nthreads,
 				       .consume = seq_consume };
 		int r;
 
