@@ -29,7 +29,7 @@
 
 struct create_args {
 	struct layout_geom geom;
-	const char *metadata;        /* "1.2" ... "0.90" */
+	const struct format_ops *fmt;   /* --metadata (format.h) */
 	uint64_t image_bytes;        /* 0 = fit --from */
 	uint64_t data_offset;        /* bytes; UINT64_MAX = the format's default */
 	const char *from;
@@ -53,41 +53,6 @@ struct create_plan {
 };
 
 enum { SECTOR = 512 };
-
-static int fmt_minor(const char *fmt)
-{
-	if (!strcmp(fmt, "1.0")) return 0;
-	if (!strcmp(fmt, "1.1")) return 1;
-	if (!strcmp(fmt, "1.2")) return 2;
-	return -1;
-}
-
-/* Sectors of each image the array can use, for an image of dev_sectors. */
-static uint64_t usable_sectors(const char *fmt, uint64_t dev_sectors, uint64_t data_offset_sectors)
-{
-	uint64_t sb;
-
-	if (!strcmp(fmt, "0.90")) {
-		sb = md0_super_offset(dev_sectors);
-		return sb == UINT64_MAX ? 0 : sb;
-	}
-	if (!strcmp(fmt, "1.0")) {
-		sb = md1_super_offset(0, dev_sectors);
-		/* as mdadm: 8 sectors of bad block log below the superblock and
-		 * 8 more kept free (its bitmap room for small devices) */
-		return sb != UINT64_MAX && sb > 16 ? sb - 16 : 0;
-	}
-	return dev_sectors > data_offset_sectors ? dev_sectors - data_offset_sectors : 0;
-}
-
-/* First sector data may use in a 1.1/1.2 image: past the superblock, whose
- * dev_roles table grows with the number of devices. */
-static uint64_t min_data_offset(const char *fmt, int devices)
-{
-	uint64_t sb_sectors = (256 + 2 * (uint64_t)devices + SECTOR - 1) / SECTOR;
-
-	return md1_super_offset(fmt_minor(fmt), 1u << 20) + sb_sectors;
-}
 
 static bool all_zero(const uint8_t *p, size_t n)
 {
@@ -285,13 +250,8 @@ static void usage(FILE *f)
 
 static int parse_metadata(const char *arg, struct create_args *ca)
 {
-	if (!strcmp(arg, "0.90") || !strcmp(arg, "0.9") || !strcmp(arg, "0"))
-		ca->metadata = "0.90";
-	else if (!strcmp(arg, "1.0") || !strcmp(arg, "1.1") || !strcmp(arg, "1.2"))
-		ca->metadata = arg;
-	else if (!strcmp(arg, "1") || !strcmp(arg, "default"))
-		ca->metadata = "1.2";
-	else {
+	ca->fmt = format_by_name(arg);
+	if (!ca->fmt || !ca->fmt->build) {
 		msg("--metadata %s: give 0.90, 1.0, 1.1 or 1.2", arg);
 		return -1;
 	}
@@ -399,21 +359,22 @@ static int check_create_args(struct create_args *ca, const char *layout)
 		msg("create: %s", why ? why : "invalid geometry");
 		return -1;
 	}
-	if (!strcmp(ca->metadata, "0.90") && ca->geom.raid_disks > 27) {
-		msg("create: md 0.90 metadata holds at most 27 members (%d asked); use 1.x", ca->geom.raid_disks);
+	if (ca->geom.raid_disks > ca->fmt->max_members) {
+		msg("create: md %s metadata holds at most %d members (%d asked); use 1.x", ca->fmt->name,
+		    ca->fmt->max_members, ca->geom.raid_disks);
 		return -1;
 	}
-	if (ca->data_offset != UINT64_MAX && fmt_minor(ca->metadata) < 1) {
+	if (ca->data_offset != UINT64_MAX && !(ca->fmt->flags & FORMAT_DATA_OFFSET)) {
 		msg("--data-offset: md %s keeps data at the start of the image; it only applies to 1.1 and 1.2",
-		    ca->metadata);
+		    ca->fmt->name);
 		return -1;
 	}
 	if (ca->data_offset == UINT64_MAX) {
-		ca->data_offset = fmt_minor(ca->metadata) >= 1 ? 1u << 20 : 0;
-	} else if (ca->data_offset / SECTOR < min_data_offset(ca->metadata, ca->geom.raid_disks)) {
+		ca->data_offset = ca->fmt->default_data_offset;
+	} else if (ca->data_offset / SECTOR < ca->fmt->min_data_offset(ca->geom.raid_disks)) {
 		msg("--data-offset %" PRIu64 ": md %s data must start past its superblock (at %" PRIu64
-		    " bytes or later)", ca->data_offset, ca->metadata,
-		    (min_data_offset(ca->metadata, ca->geom.raid_disks) * SECTOR + 4095) / 4096 * 4096);
+		    " bytes or later)", ca->data_offset, ca->fmt->name,
+		    (ca->fmt->min_data_offset(ca->geom.raid_disks) * SECTOR + 4095) / 4096 * 4096);
 		return -1;
 	}
 	return 0;
@@ -443,7 +404,7 @@ static int parse_create_args(int argc, char **argv, struct create_args *ca)
 
 	memset(ca, 0, sizeof(*ca));
 	ca->geom.chunk_bytes = 512 * 1024;
-	ca->metadata = "1.2";
+	ca->fmt = &format_md12;
 	ca->data_offset = UINT64_MAX;
 	ca->name = "raidimg";
 	ca->prefix = "member";
@@ -522,17 +483,17 @@ static int plan_sizes(struct create_args *ca, struct create_plan *pl)
 		ca->image_bytes = image_bytes_for(ca, pl);
 	}
 	pl->dev_sectors = ca->image_bytes / SECTOR;
-	pl->data_size = usable_sectors(ca->metadata, pl->dev_sectors, ca->data_offset / SECTOR);
+	pl->data_size = ca->fmt->usable_sectors(pl->dev_sectors, ca->data_offset / SECTOR);
 	pl->component = pl->data_size - pl->data_size % cs;
-	if (!strcmp(ca->metadata, "0.90") && pl->component / 2 > UINT32_MAX) {
-		msg("create: --size %s is beyond md 0.90 metadata (members up to 4 TiB); use 1.x",
+	if (pl->component > ca->fmt->max_component_sectors) {
+		msg("create: --size %s is beyond md %s metadata (members up to 4 TiB); use 1.x", ca->fmt->name,
 		    fmt_size(ca->image_bytes, a, sizeof(a)));
 		return -1;
 	}
 	if (pl->component == 0) {
 		msg("create: --size %s leaves no room for a chunk (%s) of data after the md %s metadata",
 		    fmt_size(ca->image_bytes, a, sizeof(a)), fmt_size(ca->geom.chunk_bytes, b, sizeof(b)),
-		    ca->metadata);
+		    ca->fmt->name);
 		return -1;
 	}
 	pl->stripes = pl->component / cs;
@@ -615,7 +576,8 @@ static int commit_members(const struct create_plan *pl, struct outfile *of, stru
 static int array_meta(const struct create_args *ca, const struct create_plan *pl, struct member_meta *mm)
 {
 	memset(mm, 0, sizeof(*mm));
-	snprintf(mm->format, sizeof(mm->format), "%s", ca->metadata);
+	mm->fmt = ca->fmt;
+	snprintf(mm->format, sizeof(mm->format), "%s", ca->fmt->name);
 	if (random_bytes(mm->set_uuid, 16)) {
 		msg("cannot read /dev/urandom");
 		return -1;
@@ -655,14 +617,10 @@ static int write_superblock(const struct create_args *ca, const struct create_pl
 		return -1;
 	}
 	memset(sb, 0, sizeof(sb));
-	if (!strcmp(ca->metadata, "0.90")) {
-		r = md0_build(mm, sb, sizeof(sb), pl->dev_sectors, &sb_off, &sb_len);
-	} else {
-		mm->super_offset = md1_super_offset(fmt_minor(ca->metadata), pl->dev_sectors);
-		r = md1_build(mm, sb, sizeof(sb), pl->dev_sectors, &sb_off, &sb_len);
-	}
+	mm->super_offset = ca->fmt->super_offset(pl->dev_sectors);
+	r = ca->fmt->build(mm, sb, sizeof(sb), pl->dev_sectors, &sb_off, &sb_len);
 	if (r) {
-		msg("%s: cannot build the md %s superblock: %s", mem->path, ca->metadata, strerror(-r));
+		msg("%s: cannot build the md %s superblock: %s", mem->path, ca->fmt->name, strerror(-r));
 		return -1;
 	}
 	r = source_pwrite(mem, sb, sb_len, sb_off);
@@ -683,7 +641,7 @@ static void print_summary(const struct create_args *ca, const struct create_plan
 	meta_uuid_format(mm->set_uuid, uuid);
 	printf("created RAID%d, %d members, %s, chunk %s, md %s metadata, uuid %s\n", ca->geom.level, pl->n,
 	       layout_name(ca->geom.level, ca->geom.layout), fmt_size(ca->geom.chunk_bytes, a, sizeof(a)),
-	       ca->metadata, uuid);
+	       ca->fmt->name, uuid);
 	printf("array size %" PRIu64 " bytes (%s)", pl->array_bytes, fmt_size(pl->array_bytes, a, sizeof(a)));
 	if (ca->from)
 		printf(", first %" PRIu64 " bytes from %s", in_bytes, ca->from);

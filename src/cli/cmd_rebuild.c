@@ -156,9 +156,14 @@ static int pick_dev_number(const struct array *a, int role, const struct member_
 
 static int build_meta(const struct array *a, int role, const struct array_member *t, struct member_meta *m)
 {
-	bool v090 = !strcmp(t->meta.format, "0.90");
-	int limit = v090 ? 27 : META_MAX_DEVS, dev;
+	const struct format_ops *fmt = t->meta.fmt;
+	bool fixed = fmt->flags & FORMAT_FIXED_SLOTS;
+	int limit = fmt->max_dev_slots, dev;
 
+	if (!fmt->build) {
+		msg("%s: md %s metadata cannot be written", t->path, fmt->name);
+		return -1;
+	}
 	if (t->meta.feature_map & 1) {
 		msg("%s: the array has a write-intent bitmap; rebuild cannot write one yet (add the new member "
 		    "with mdadm instead)", t->path);
@@ -171,8 +176,8 @@ static int build_meta(const struct array *a, int role, const struct array_member
 		return -1;
 	}
 	for (int d = m->max_dev; d <= dev && d < META_MAX_DEVS; d++)
-		m->dev_roles[d] = v090 ? META_ROLE_MISSING : META_ROLE_SPARE;
-	if (!v090 && dev >= m->max_dev)
+		m->dev_roles[d] = fixed ? META_ROLE_MISSING : META_ROLE_SPARE;
+	if (!fixed && dev >= m->max_dev)
 		m->max_dev = dev + 1;
 	m->dev_number = dev;
 	m->role = role;
@@ -194,10 +199,7 @@ static int write_super(struct source *out, const struct member_meta *m, uint64_t
 	int r;
 
 	memset(sb, 0, sizeof(sb));
-	if (!strcmp(m->format, "0.90"))
-		r = md0_build(m, sb, sizeof(sb), image_bytes / 512, &off, &len);
-	else
-		r = md1_build(m, sb, sizeof(sb), image_bytes / 512, &off, &len);
+	r = m->fmt->build(m, sb, sizeof(sb), image_bytes / 512, &off, &len);
 	if (r) {
 		msg("cannot build the md %s superblock for the new member: %s", m->format, strerror(-r));
 		return -1;
@@ -245,7 +247,7 @@ static uint64_t output_bytes(const struct array *a, const struct array_member *t
 		return bytes;
 	for (int r = 0; r < a->geom.raid_disks; r++) {
 		const struct array_member *m = &a->members[r];
-		if (m->src && m->has_meta && !strcmp(m->meta.format, t->meta.format) && m->image_bytes > bytes)
+		if (m->src && m->has_meta && m->meta.fmt == t->meta.fmt && m->image_bytes > bytes)
 			bytes = m->image_bytes;
 	}
 	return bytes;

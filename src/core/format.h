@@ -84,6 +84,10 @@ enum {
 	FORMAT_NO_RECOVERY_OFFSET = 1,
 	/* data starts where the user says (--data-offset); else at 0 */
 	FORMAT_DATA_OFFSET = 2,
+	/* the table of device slots has a fixed size (0.90's disks[]): unused
+	 * slots are "removed"; else it grows (1.x's max_dev) and unused slots
+	 * are spares */
+	FORMAT_FIXED_SLOTS = 4,
 };
 
 struct format_ops {
@@ -91,6 +95,7 @@ struct format_ops {
 	const char *family;          /* "md" */
 	unsigned flags;              /* FORMAT_* */
 	int max_members;             /* raid_disks it can describe */
+	int max_dev_slots;           /* device slots (dev_number) it can record */
 	uint64_t max_component_sectors;   /* data sectors per member it can record */
 	uint64_t default_data_offset;     /* bytes (FORMAT_DATA_OFFSET formats) */
 	/* Find this format on dev.  0 with *out filled (one volume or more);

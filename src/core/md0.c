@@ -461,8 +461,9 @@ static uint64_t usable_md090(uint64_t dev_sectors, uint64_t data_offset)
 const struct format_ops format_md090 = {
 	.name = "0.90",
 	.family = "md",
-	.flags = FORMAT_NO_RECOVERY_OFFSET,
+	.flags = FORMAT_NO_RECOVERY_OFFSET | FORMAT_FIXED_SLOTS,
 	.max_members = SB0_DISKS,
+	.max_dev_slots = SB0_DISKS,
 	.max_component_sectors = (uint64_t)UINT32_MAX * 2,    /* size is in KiB, 32 bits */
 	.default_data_offset = 0,
 	.probe = probe_md090,

@@ -708,7 +708,7 @@ static uint64_t usable_md10(uint64_t dev_sectors, uint64_t data_offset)
 
 #define MD1_OPS(var, nm, flg, dflt, probe_fn, super_fn, min_fn, usable_fn) \
 	const struct format_ops var = { \
-		.name = nm, .family = "md", .flags = flg, .max_members = LAYOUT_MAX_DISKS, \
+		.name = nm, .family = "md", .flags = flg, .max_members = LAYOUT_MAX_DISKS, .max_dev_slots = META_MAX_DEVS, \
 		.max_component_sectors = UINT64_MAX, .default_data_offset = dflt, .probe = probe_fn, \
 		.super_offset = super_fn, .min_data_offset = min_fn, .usable_sectors = usable_fn, \
 		.build = md1_build, \
