@@ -99,7 +99,22 @@ static void print_stats(const struct array *a, double secs, const struct splice_
 	fputs("}\n", stderr);
 }
 
-int cmd_cat(int argc, char **argv)
+/* What the command line says. */
+struct cat_args {
+	struct array_args aa;
+	struct custody_opts co;
+	const char *outpath;         /* -o, NULL: standard output */
+	const char *overlay;         /* --overlay FILE */
+	uint64_t offset, length;
+	long long nthreads;
+	bool stats, zero_copy;
+	int nimages;
+	char **images;               /* argv's */
+};
+
+/* Parse the options.  0 to go on, 1 when done (--help), -1 on a bad one
+ * (said). */
+static int parse_args(int argc, char **argv, struct cat_args *ca)
 {
 	enum { OPT_OFFSET = 0x2001, OPT_LENGTH, OPT_THREADS, OPT_STATS, OPT_OVERLAY, OPT_NO_ZERO_COPY };
 	static const struct option longopts[] = {
@@ -115,73 +130,76 @@ int cmd_cat(int argc, char **argv)
 		CUSTODY_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct array_args aa;
-	struct array *a = NULL;
-	struct custody_opts co = { 0 };
-	struct custody_run cr = { 0 };
-	struct cat_out o = { .fd = -1 };
-	struct pipeline pl = { 0 };
-	const char *outpath = NULL, *overlay_arg = NULL;
-	struct overlay *ov = NULL;
-	struct outfile out = { .fd = -1 };
-	char err[PATH_MAX + 1200];
-	uint64_t offset = 0, length = UINT64_MAX;
-	long long nthreads = 2;
-	bool stats = false, have_offset = false, zero_copy = true, used_zc = false;
-	struct splice_cat_stats zcs;
-	int opt, ret = EXIT_ERR, fd = -1, r;
-	uint64_t t0;
+	int opt, r;
 
-	array_args_init(&aa);
 	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		r = array_args_opt(&aa, opt, optarg);
+		r = array_args_opt(&ca->aa, opt, optarg);
 		if (r < 0)
-			goto out;
-		if (r || custody_opt(&co, opt, optarg))
+			return -1;
+		if (r || custody_opt(&ca->co, opt, optarg))
 			continue;
 		switch (opt) {
-		case 'o': outpath = optarg; break;
+		case 'o': ca->outpath = optarg; break;
 		case OPT_OFFSET:
-			if (parse_size(optarg, &offset)) {
+			if (parse_size(optarg, &ca->offset)) {
 				msg("--offset %s: not a size", optarg);
-				goto out;
+				return -1;
 			}
-			have_offset = true;
 			break;
 		case OPT_LENGTH:
-			if (parse_size(optarg, &length)) {
+			if (parse_size(optarg, &ca->length)) {
 				msg("--length %s: not a size", optarg);
-				goto out;
+				return -1;
 			}
 			break;
 		case OPT_THREADS:
-			if (parse_int(optarg, 1, 64, &nthreads)) {
+			if (parse_int(optarg, 1, 64, &ca->nthreads)) {
 				msg("--threads %s: give a number from 1 to 64", optarg);
-				goto out;
+				return -1;
 			}
 			break;
-		case OPT_STATS: stats = true; break;
-		case OPT_OVERLAY: overlay_arg = optarg; break;
-		case OPT_NO_ZERO_COPY: zero_copy = false; break;
-		case 'h': usage(stdout); ret = EXIT_OK; goto out;
-		default: usage(stderr); goto out;
+		case OPT_STATS: ca->stats = true; break;
+		case OPT_OVERLAY: ca->overlay = optarg; break;
+		case OPT_NO_ZERO_COPY: ca->zero_copy = false; break;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -1;
 		}
 	}
-	(void)have_offset;
 	if (optind >= argc) {
 		usage(stderr);
-		goto out;
+		return -1;
 	}
-	if (overlay_arg && (co.hash || co.record || co.provenance)) {
+	if (ca->overlay && (ca->co.hash || ca->co.record || ca->co.provenance)) {
 		msg("--overlay: with it the bytes are no longer the array's; --hash, --record and "
 		    "--provenance describe the evidence alone");
-		goto out;
+		return -1;
 	}
-	if (custody_begin(&cr, &co, "cat", argc, argv))
+	ca->images = argv + optind;
+	ca->nimages = argc - optind;
+	return 0;
+}
+
+/* Assemble and copy the range out.  An exit status. */
+static int run_cat(struct cat_args *ca, int argc, char **argv)
+{
+	struct array *a = NULL;
+	struct custody_run cr = { 0 };
+	struct cat_out o = { .fd = -1 };
+	struct pipeline pl = { 0 };
+	struct overlay *ov = NULL;
+	struct outfile out = { .fd = -1 };
+	char err[PATH_MAX + 1200];
+	uint64_t offset = ca->offset, length = ca->length;
+	bool used_zc = false;
+	struct splice_cat_stats zcs;
+	int ret = EXIT_ERR, fd = -1;
+	uint64_t t0;
+
+	if (custody_begin(&cr, &ca->co, "cat", argc, argv))
 		goto out;
-	if (array_args_open(&aa, argc - optind, argv + optind, &a))
+	if (array_args_open(&ca->aa, ca->nimages, ca->images, &a))
 		goto out;
-	if (overlay_arg && array_overlay_open(overlay_arg, a, NULL, &ov, NULL, err, sizeof(err))) {
+	if (ca->overlay && array_overlay_open(ca->overlay, a, NULL, &ov, NULL, err, sizeof(err))) {
 		msg("%s", err);
 		goto out;
 	}
@@ -191,12 +209,12 @@ int cmd_cat(int argc, char **argv)
 	}
 	if (length > a->array_bytes - offset)
 		length = a->array_bytes - offset;
-	if (outpath) {
+	if (ca->outpath) {
 		/* never evidence (outfile.h); what could be read is kept even when
 		 * the array ends in an unreadable range, as on stdout */
 		struct outfile_opts oo = { .replace = true };
 
-		if (outfile_open(&out, outpath, &oo, err, sizeof(err))) {
+		if (outfile_open(&out, ca->outpath, &oo, err, sizeof(err))) {
 			msg("%s", err);
 			goto out;
 		}
@@ -205,28 +223,25 @@ int cmd_cat(int argc, char **argv)
 		fd = STDOUT_FILENO;
 		pipe_grow(fd, 1u << 20);
 	}
-
-	if (custody_array(&cr, a, &aa.ao, aa.ao.g.paths, aa.ao.g.npaths, pipeline_nslots((int)nthreads)))
+	if (custody_array(&cr, a, &ca->aa.ao, ca->aa.ao.g.paths, ca->aa.ao.g.npaths,
+			  pipeline_nslots((int)ca->nthreads)))
 		goto out;
-
 	o.fd = fd;
-	o.name = outpath ? outpath : "standard output";
+	o.name = ca->outpath ? ca->outpath : "standard output";
 	o.cr = &cr;
-	pl.vol = array_volume(a);
+	pl.vol = ov ? overlay_volume(ov) : array_volume(a);
 	pl.start = offset;
 	pl.length = length;
-	pl.nthreads = (int)nthreads;
+	pl.nthreads = (int)ca->nthreads;
 	pl.consume = cat_consume;
 	pl.ctx = &o;
 	custody_pipeline(&cr, &pl);
-	if (ov)
-		pl.vol = overlay_volume(ov);
 	t0 = now_ns();
 	ret = -1;
-	if (zero_copy && !ov && !co.hash && !co.record && !co.provenance) {
+	if (ca->zero_copy && !ov && !ca->co.hash && !ca->co.record && !ca->co.provenance) {
 		/* zero-copy where the members are plain files (splice_cat.h) */
 		uint64_t bad = 0;
-		int sr = splice_cat(a, fd, offset, length, (int)nthreads, &o.written, &bad, &zcs);
+		int sr = splice_cat(a, fd, offset, length, (int)ca->nthreads, &o.written, &bad, &zcs);
 
 		used_zc = sr != -EOPNOTSUPP;
 		if (sr == -EIO) {
@@ -240,7 +255,7 @@ int cmd_cat(int argc, char **argv)
 	}
 	if (ret < 0)
 		ret = pipeline_run(&pl) ? EXIT_ERR : EXIT_OK;
-	if (outpath) {
+	if (ca->outpath) {
 		fd = -1;
 		if (o.write_failed) {
 			outfile_abort(&out);
@@ -249,7 +264,7 @@ int cmd_cat(int argc, char **argv)
 			ret = EXIT_ERR;
 		}
 	}
-	if (stats)
+	if (ca->stats)
 		print_stats(a, (double)(now_ns() - t0) / 1e9, used_zc ? &zcs : NULL);
 	if (ret == EXIT_OK && atomic_load(&a->stripes_rebuilt))
 		fprintf(stderr, "%s: %" PRIu64 " stripes were rebuilt from parity\n", prog_name,
@@ -258,15 +273,26 @@ int cmd_cat(int argc, char **argv)
 		fprintf(stderr, "%s: %" PRIu64 " member read errors were recovered from parity\n", prog_name,
 			atomic_load(&a->read_errors_recovered));
 	if (cr.rec)
-		record_add_output(cr.rec, outpath, "raw", NULL);
+		record_add_output(cr.rec, ca->outpath, "raw", NULL);
 	/* the hashes go where the data does not */
-	ret = custody_end(&cr, outpath ? stdout : stderr, offset, length, ret == EXIT_OK && o.written == length,
+	ret = custody_end(&cr, ca->outpath ? stdout : stderr, offset, length, ret == EXIT_OK && o.written == length,
 			  ret);
 out:
 	outfile_abort(&out);
 	custody_free(&cr);
 	overlay_close(ov);
 	array_free(a);
-	array_args_free(&aa);
+	return ret;
+}
+
+int cmd_cat(int argc, char **argv)
+{
+	struct cat_args ca = { .length = UINT64_MAX, .nthreads = 2, .zero_copy = true };
+	int ret, r;
+
+	array_args_init(&ca.aa);
+	r = parse_args(argc, argv, &ca);
+	ret = r ? (r > 0 ? EXIT_OK : EXIT_ERR) : run_cat(&ca, argc, argv);
+	array_args_free(&ca.aa);
 	return ret;
 }

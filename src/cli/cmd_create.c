@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "outfile.h"
+#include "probe.h"
 #include "parity.h"
 #include "sysio.h"
 #include "util.h"
@@ -602,13 +603,10 @@ static int array_meta(const struct create_args *ca, const struct create_plan *pl
 }
 
 /* Write member i's superblock (mm: the array's, updated for member i). */
-static int write_superblock(const struct create_args *ca, const struct create_plan *pl,
+static int write_member_super(const struct create_args *ca, const struct create_plan *pl,
 			    struct member_meta *mm, int i, struct source *mem)
 {
-	uint8_t sb[8192];
-	uint64_t sb_off;
-	size_t sb_len;
-	int r;
+	char err[PATH_MAX + 256];
 
 	mm->dev_number = i;
 	mm->role = i;
@@ -616,18 +614,9 @@ static int write_superblock(const struct create_args *ca, const struct create_pl
 		msg("cannot read /dev/urandom");
 		return -1;
 	}
-	memset(sb, 0, sizeof(sb));
 	mm->super_offset = ca->fmt->super_offset(pl->dev_sectors);
-	r = ca->fmt->build(mm, sb, sizeof(sb), pl->dev_sectors, &sb_off, &sb_len);
-	if (r) {
-		msg("%s: cannot build the md %s superblock: %s", mem->path, ca->fmt->name, strerror(-r));
-		return -1;
-	}
-	r = source_pwrite(mem, sb, sb_len, sb_off);
-	if (!r)
-		r = mem->ops->sync(mem);
-	if (r) {
-		msg("%s: write error: %s", mem->path, strerror(-r));
+	if (write_superblock(mem, mm, pl->dev_sectors, err, sizeof(err))) {
+		msg("%s", err);
 		return -1;
 	}
 	return 0;
@@ -669,7 +658,7 @@ int cmd_create(int argc, char **argv)
 	if (open_members(&ca, &pl, of, mem) || write_data(&ca, &pl, mem, &in_bytes))
 		goto fail;
 	for (int i = 0; i < pl.n; i++)
-		if (write_superblock(&ca, &pl, &mm, i, mem[i]))
+		if (write_member_super(&ca, &pl, &mm, i, mem[i]))
 			goto fail;
 	if (commit_members(&pl, of, mem))
 		goto fail;

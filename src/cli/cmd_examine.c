@@ -313,7 +313,48 @@ static void hash_images(const struct array_args *aa)
 	}
 }
 
-int cmd_examine(int argc, char **argv)
+/* The report: every image, then the array (a, or why not: err), then the
+ * hashes when asked for. */
+static void print_report(bool json, const struct probed *pr, int nimg, const struct array *a, const char *err,
+			 const struct custody_run *cr, bool hash)
+{
+	if (json) {
+		printf("{\"members\":[");
+		for (int i = 0; i < nimg; i++) {
+			if (i)
+				putchar(',');
+			print_member_json(stdout, &pr[i]);
+		}
+		printf("],\"array\":");
+		if (a) {
+			print_array_json(stdout, a);
+		} else {
+			printf("{\"verdict\":\"not assemblable\",\"assemblable\":false,\"reason\":");
+			json_str(stdout, err);
+			putchar('}');
+		}
+		if (a && hash) {
+			printf(",\"sha256\":");
+			custody_print_hashes_json(stdout, cr, a->array_bytes);
+		}
+		printf("}\n");
+		return;
+	}
+	for (int i = 0; i < nimg; i++)
+		print_member_text(&pr[i]);
+	if (a)
+		print_array_text(a);
+	else
+		printf("\nArray:\n  verdict        : not assemblable: %s\n", err);
+	if (a && hash) {
+		printf("\nSHA-256:\n");
+		custody_print_hashes(stdout, &cr->mh, cr->array_hex, 0, a->array_bytes);
+	}
+}
+
+/* Parse the options (the images from optind on).  0 to go on, 1 when done
+ * (--help), -1 on a bad one (said). */
+static int parse_args(int argc, char **argv, struct array_args *aa, struct custody_opts *co, bool *json)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -323,6 +364,29 @@ int cmd_examine(int argc, char **argv)
 		{ "record", required_argument, NULL, 0x1102 },
 		{ NULL, 0, NULL, 0 },
 	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+		int r = array_args_opt(aa, opt, optarg);
+		if (r < 0)
+			return -1;
+		if (r || custody_opt(co, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'j': *json = true; break;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_examine(int argc, char **argv)
+{
 	struct custody_opts co = { 0 };
 	struct custody_run cr = { 0 };
 	struct array_args aa;
@@ -330,76 +394,32 @@ int cmd_examine(int argc, char **argv)
 	struct probed *pr = NULL;
 	bool json = false;
 	char err[1024] = "";
-	int opt, ret = EXIT_ERR, nimg = 0, argc0 = argc;
-	char **argv0 = argv;
+	char **images;
+	int ret = EXIT_ERR, nimg = 0, nimages, r;
 
 	array_args_init(&aa);
-	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
-		int r = array_args_opt(&aa, opt, optarg);
-		if (r < 0)
-			goto out;
-		if (r || custody_opt(&co, opt, optarg))
-			continue;
-		switch (opt) {
-		case 'j': json = true; break;
-		case 'h': usage(stdout); ret = EXIT_OK; goto out;
-		default: usage(stderr); goto out;
-		}
-	}
-	argc -= optind;
-	argv += optind;
-	if (argc == 0) {
-		usage(stderr);
+	r = parse_args(argc, argv, &aa, &co, &json);
+	if (r) {
+		ret = r > 0 ? EXIT_OK : EXIT_ERR;
 		goto out;
 	}
-	pr = calloc((size_t)argc, sizeof(*pr));
+	images = argv + optind;
+	nimages = argc - optind;
+	pr = calloc((size_t)nimages, sizeof(*pr));
 	if (!pr)
 		goto out;
-	for (int i = 0; i < argc; i++)
-		if (strcmp(argv[i], "missing"))
-			probe_one(argv[i], &pr[nimg++]);
-
-	if (array_args_prepare(&aa, argc, argv))
+	for (int i = 0; i < nimages; i++)
+		if (strcmp(images[i], "missing"))
+			probe_one(images[i], &pr[nimg++]);
+	if (array_args_prepare(&aa, nimages, images))
 		goto out;
 	/* the verdict carries the reason when it fails */
 	if (array_assemble(&aa.ao, &a, err, sizeof(err)))
 		a = NULL;
 	/* --hash/--record: the image files and the whole array (custody.c) */
-	if (a && co.hash && examine_custody(&cr, &co, a, &aa, argc0, argv0))
+	if (a && co.hash && examine_custody(&cr, &co, a, &aa, argc, argv))
 		goto out;
-
-	if (json) {
-		printf("{\"members\":[");
-		for (int i = 0; i < nimg; i++) {
-			if (i)
-				putchar(',');
-			print_member_json(stdout, &pr[i]);
-		}
-		printf("],\"array\":");
-		if (a)
-			print_array_json(stdout, a);
-		else {
-			printf("{\"verdict\":\"not assemblable\",\"assemblable\":false,\"reason\":");
-			json_str(stdout, err);
-			putchar('}');
-		}
-		if (a && co.hash) {
-			printf(",\"sha256\":");
-			custody_print_hashes_json(stdout, &cr, a->array_bytes);
-		}
-		printf("}\n");
-	} else {
-		for (int i = 0; i < nimg; i++)
-			print_member_text(&pr[i]);
-		if (a)
-			print_array_text(a);
-		else
-			printf("\nArray:\n  verdict        : not assemblable: %s\n", err);
-		if (a && co.hash) {
-			printf("\nSHA-256:\n");
-			custody_print_hashes(stdout, &cr.mh, cr.array_hex, 0, a->array_bytes);
-		}
-	}
+	print_report(json, pr, nimg, a, err, &cr, co.hash);
 	if (!a)
 		msg("not assemblable: %s", err);
 	if (!a && co.hash)

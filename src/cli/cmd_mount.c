@@ -339,16 +339,32 @@ static int run_daemon(struct fuse_fs *fs, struct array *a, const char *mnt, cons
 	return EXIT_OK;
 }
 
-int cmd_mount(int argc, char **argv)
+/* What the command line says. */
+struct mount_args {
+	struct array_args aa;
+	struct fuse_fs_opts fo;
+	struct mount_scrub_opts so;
+	bool scrub_opts;             /* an option of the scrub's control files was given */
+	bool foreground;
+	const char *name;            /* --name, NULL: from the array */
+	const char *overlay;         /* --overlay FILE */
+	const char *mountpoint;      /* as given */
+	int nimages;
+	char **images;               /* argv's */
+};
+
+/* Parse the options.  0 to go on, 1 when done (--help), -1 on a bad one
+ * (said). */
+static int parse_args(int argc, char **argv, struct mount_args *ma)
 {
 	enum { OPT_NAME = 0x2001, OPT_ALLOW_OTHER, OPT_THREADS, OPT_ALLOW_REPAIR, OPT_SCRUB_LOG, OPT_SPEED_MIN,
-	       OPT_SPEED_MAX };
+	       OPT_SPEED_MAX, OPT_OVERLAY };
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
 		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "overlay", required_argument, NULL, 0x2401 },
+		{ "overlay", required_argument, NULL, OPT_OVERLAY },
 		{ "allow-repair", no_argument, NULL, OPT_ALLOW_REPAIR },
 		{ "scrub-log", required_argument, NULL, OPT_SCRUB_LOG },
 		{ "speed-limit-min", required_argument, NULL, OPT_SPEED_MIN },
@@ -358,100 +374,111 @@ int cmd_mount(int argc, char **argv)
 		ARRAY_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct fuse_fs_opts fo = { .max_threads = 8 };
-	struct array_args aa;
-	struct array *a = NULL;
-	struct fuse_fs *fs = NULL;
-	struct mount_scrub_opts so = { .speed_min = SCRUB_DEFAULT_SPEED_MIN };
-	struct mount_scrub *worker = NULL;
-	bool scrub_opts = false;
-	const char *name = NULL;
-	char *default_name = NULL, *mnt = NULL;
-	char err[PATH_MAX + 512];
-	bool foreground = false;
 	long long threads;
-	struct stat st;
-	const char *overlay_arg = NULL;
-	struct overlay *ov = NULL;
-	bool ov_created = false;
-	int opt, ret = EXIT_ERR;
+	int opt;
 
-	array_args_init(&aa);
 	while ((opt = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
-		int r = array_args_opt(&aa, opt, optarg);
+		int r = array_args_opt(&ma->aa, opt, optarg);
 		if (r < 0)
-			goto out;
+			return -1;
 		if (r)
 			continue;
 		switch (opt) {
-		case 'f': foreground = true; break;
-		case 'd': fo.debug = true; foreground = true; break;
-		case OPT_NAME: name = optarg; break;
-		case OPT_ALLOW_OTHER: fo.allow_other = true; break;
+		case 'f': ma->foreground = true; break;
+		case 'd': ma->fo.debug = true; ma->foreground = true; break;
+		case OPT_NAME: ma->name = optarg; break;
+		case OPT_ALLOW_OTHER: ma->fo.allow_other = true; break;
 		case OPT_THREADS:
 			if (parse_int(optarg, 2, 64, &threads)) {
 				msg("--threads %s: give a number from 2 to 64", optarg);
-				goto out;
+				return -1;
 			}
-			fo.max_threads = (unsigned)threads;
+			ma->fo.max_threads = (unsigned)threads;
 			break;
-		case OPT_ALLOW_REPAIR: so.allow_repair = scrub_opts = true; break;
-		case 0x2401: overlay_arg = optarg; break;     /* --overlay */
-		case OPT_SCRUB_LOG: so.log_path = optarg; scrub_opts = true; break;
+		case OPT_ALLOW_REPAIR: ma->so.allow_repair = ma->scrub_opts = true; break;
+		case OPT_OVERLAY: ma->overlay = optarg; break;
+		case OPT_SCRUB_LOG: ma->so.log_path = optarg; ma->scrub_opts = true; break;
 		case OPT_SPEED_MIN:
 		case OPT_SPEED_MAX:
-			if (parse_rate(opt == OPT_SPEED_MIN ? "--speed-limit-min" : "--speed-limit-max", optarg,
-				       opt == OPT_SPEED_MIN ? &so.speed_min : &so.speed_max))
-				goto out;
-			scrub_opts = true;
+			if (parse_rate_opt(opt == OPT_SPEED_MIN ? "--speed-limit-min" : "--speed-limit-max", optarg,
+					   opt == OPT_SPEED_MIN ? &ma->so.speed_min : &ma->so.speed_max))
+				return -1;
+			ma->scrub_opts = true;
 			break;
-		case 'h': usage(stdout); ret = EXIT_OK; goto out;
-		default: usage(stderr); goto out;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -1;
 		}
 	}
 	if (argc - optind < 2) {
 		msg("give the member images and then the mountpoint");
 		usage(stderr);
-		goto out;
+		return -1;
 	}
-	/* the mountpoint first: a typo there is cheaper to report than after
-	 * assembling the array */
-	if (stat(argv[argc - 1], &st)) {
+	if (ma->overlay && ma->so.allow_repair) {
+		msg("--overlay keeps the member images untouched; it cannot be combined with --allow-repair");
+		return -1;
+	}
+	ma->mountpoint = argv[argc - 1];
+	ma->images = argv + optind;
+	ma->nimages = argc - optind - 1;
+	return 0;
+}
+
+/* The mountpoint, before anything is assembled (a typo there is cheaper to
+ * report than after): what it is in *st.  0 or -1 (said). */
+static int check_mountpoint(const struct mount_args *ma, struct stat *st)
+{
+	const char *mp = ma->mountpoint;
+
+	if (stat(mp, st)) {
 		if (errno == ENOENT)
 			msg("%s: the mountpoint does not exist (create an empty directory, or a file to show "
-			    "the image as)", argv[argc - 1]);
+			    "the image as)", mp);
 		else
-			msg("%s: %s", argv[argc - 1], strerror(errno));
-		goto out;
+			msg("%s: %s", mp, strerror(errno));
+		return -1;
 	}
-	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-		msg("%s: the mountpoint must be a directory or a regular file", argv[argc - 1]);
-		goto out;
+	if (!S_ISDIR(st->st_mode) && !S_ISREG(st->st_mode)) {
+		msg("%s: the mountpoint must be a directory or a regular file", mp);
+		return -1;
 	}
-	if (scrub_opts && !S_ISDIR(st.st_mode)) {
+	if (ma->scrub_opts && !S_ISDIR(st->st_mode)) {
 		msg("%s: --allow-repair, --scrub-log and --speed-limit-* are for the scrub's control files, "
-		    "which need a directory as the mountpoint", argv[argc - 1]);
-		goto out;
+		    "which need a directory as the mountpoint", mp);
+		return -1;
 	}
-	if (overlay_arg && so.allow_repair) {
-		msg("--overlay keeps the member images untouched; it cannot be combined with --allow-repair");
-		goto out;
-	}
-	if (so.allow_repair)
-		aa.ao.open_flags = SOURCE_WRITE;    /* asked for in so many words */
-	mnt = realpath(argv[argc - 1], NULL);
+	return 0;
+}
+
+/* Assemble, build the file system and serve it (in a daemon unless
+ * --foreground).  An exit status. */
+static int run_mount(struct mount_args *ma, const struct stat *st)
+{
+	struct array *a = NULL;
+	struct fuse_fs *fs = NULL;
+	struct mount_scrub *worker = NULL;
+	struct overlay *ov = NULL;
+	char *default_name = NULL, *mnt = NULL;
+	const char *name = ma->name;
+	char err[PATH_MAX + 512];
+	bool ov_created = false;
+	int ret = EXIT_ERR;
+
+	if (ma->so.allow_repair)
+		ma->aa.ao.open_flags = SOURCE_WRITE;    /* asked for in so many words */
+	mnt = realpath(ma->mountpoint, NULL);
 	if (!mnt) {
-		msg("%s: %s", argv[argc - 1], strerror(errno));
+		msg("%s: %s", ma->mountpoint, strerror(errno));
 		goto out;
 	}
 	if (check_fuse_device())
 		goto out;
-	if (array_args_open(&aa, argc - optind - 1, argv + optind, &a))
+	if (array_args_open(&ma->aa, ma->nimages, ma->images, &a))
 		goto out;
-	for (int i = 0; i < aa.ao.g.npaths; i++) {
+	for (int i = 0; i < ma->aa.ao.g.npaths; i++) {
 		struct stat ms;
-		if (!stat(aa.ao.g.paths[i], &ms) && ms.st_dev == st.st_dev && ms.st_ino == st.st_ino) {
-			msg("%s: the mountpoint is one of the member images", argv[argc - 1]);
+		if (!stat(ma->aa.ao.g.paths[i], &ms) && ms.st_dev == st->st_dev && ms.st_ino == st->st_ino) {
+			msg("%s: the mountpoint is one of the member images", ma->mountpoint);
 			goto out;
 		}
 	}
@@ -467,20 +494,20 @@ int cmd_mount(int argc, char **argv)
 		}
 		name = default_name;
 	}
-	if (overlay_arg && open_overlay(overlay_arg, a, &st, &ov, &ov_created))
+	if (ma->overlay && open_overlay(ma->overlay, a, st, &ov, &ov_created))
 		goto out;
-	fo.overlay = ov;
-	fo.mountpoint = mnt;
-	fo.image_name = name;
-	if (fuse_fs_new(a, &fo, &fs, err, sizeof(err))) {
+	ma->fo.overlay = ov;
+	ma->fo.mountpoint = mnt;
+	ma->fo.image_name = name;
+	if (fuse_fs_new(a, &ma->fo, &fs, err, sizeof(err))) {
 		msg("%s", err);
 		goto out;
 	}
-	if (!fuse_fs_is_file_mount(fs) && mount_scrub_attach(fs, a, &so, &worker, err, sizeof(err))) {
+	if (!fuse_fs_is_file_mount(fs) && mount_scrub_attach(fs, a, &ma->so, &worker, err, sizeof(err))) {
 		msg("%s", err);
 		goto out;
 	}
-	if (foreground)
+	if (ma->foreground)
 		ret = run_foreground(fs, mnt, name);
 	else
 		ret = run_daemon(fs, a, mnt, name);
@@ -493,6 +520,24 @@ out:
 	array_free(a);
 	free(default_name);
 	free(mnt);
-	array_args_free(&aa);
+	return ret;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct mount_args ma = {
+		.fo = { .max_threads = 8 },
+		.so = { .speed_min = SCRUB_DEFAULT_SPEED_MIN },
+	};
+	struct stat st;
+	int ret = EXIT_ERR, r;
+
+	array_args_init(&ma.aa);
+	r = parse_args(argc, argv, &ma);
+	if (r)
+		ret = r > 0 ? EXIT_OK : EXIT_ERR;
+	else if (!check_mountpoint(&ma, &st))
+		ret = run_mount(&ma, &st);
+	array_args_free(&ma.aa);
 	return ret;
 }

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "outfile.h"
+#include "probe.h"
 #include "engine_args.h"
 #include "sysio.h"
 #include "util.h"
@@ -191,29 +192,6 @@ static int build_meta(const struct array *a, int role, const struct array_member
 	return 0;
 }
 
-static int write_super(struct source *out, const struct member_meta *m, uint64_t image_bytes)
-{
-	uint8_t sb[8192];
-	uint64_t off;
-	size_t len;
-	int r;
-
-	memset(sb, 0, sizeof(sb));
-	r = m->fmt->build(m, sb, sizeof(sb), image_bytes / 512, &off, &len);
-	if (r) {
-		msg("cannot build the md %s superblock for the new member: %s", m->format, strerror(-r));
-		return -1;
-	}
-	r = source_pwrite(out, sb, len, off);
-	if (!r)
-		r = out->ops->sync(out);
-	if (r) {
-		msg("%s: write error: %s", out->path, strerror(-r));
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- the output image ---- */
 
 /* The new image: an outfile (never evidence, named when complete) and a
@@ -357,8 +335,10 @@ int cmd_rebuild(int argc, char **argv)
 		goto out;
 	if (run_rebuild(a, &ra, out, &p))
 		goto out;
-	if (t && write_super(out, &m, bytes))
+	if (t && write_superblock(out, &m, bytes / 512, err, sizeof(err))) {
+		msg("%s", err);
 		goto out;
+	}
 	source_close(out);
 	out = NULL;
 	if (outfile_commit(&of, err, sizeof(err))) {     /* synced, then named */

@@ -16,27 +16,10 @@
 #include "sysio.h"
 #include "util.h"
 
-int parse_rate(const char *opt, const char *arg, uint64_t *out)
+int parse_rate_opt(const char *opt, const char *arg, uint64_t *out)
 {
-	size_t len = strlen(arg);
-	uint64_t v;
-
-	if (!strcmp(arg, "unlimited") || !strcmp(arg, "none")) {
-		*out = 0;
+	if (parse_rate(arg, out) == 0)
 		return 0;
-	}
-	if (len && arg[len - 1] >= '0' && arg[len - 1] <= '9') {
-		long long kib;
-		if (parse_int(arg, 0, (long long)(UINT64_MAX >> 11), &kib))
-			goto bad;
-		*out = (uint64_t)kib * 1024;
-		return 0;
-	}
-	if (parse_size(arg, &v))
-		goto bad;
-	*out = v;
-	return 0;
-bad:
 	msg("%s %s: give KiB/s (as md's speed_limit sysctls) or a size per second such as 50M", opt, arg);
 	return -1;
 }
@@ -61,9 +44,9 @@ int scrub_engine_opt(struct scrub_opts *so, bool *progress, int opt, const char 
 		so->readers = (int)v;
 		return 1;
 	case SCRUB_OPT_MIN:
-		return parse_rate("--speed-limit-min", arg, &so->speed_min) ? -1 : 1;
+		return parse_rate_opt("--speed-limit-min", arg, &so->speed_min) ? -1 : 1;
 	case SCRUB_OPT_MAX:
-		return parse_rate("--speed-limit-max", arg, &so->speed_max) ? -1 : 1;
+		return parse_rate_opt("--speed-limit-max", arg, &so->speed_max) ? -1 : 1;
 	case SCRUB_OPT_PROG: *progress = true; return 1;
 	case SCRUB_OPT_NOPROG: *progress = false; return 1;
 	default: return 0;

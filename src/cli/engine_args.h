@@ -15,7 +15,7 @@
 /* --speed-limit-min/max: a plain number is KiB/s (md's sysctl unit), or a
  * size with a suffix per second ("50M" = 50 MiB/s); "0" or "unlimited"
  * mean none.  Bytes/s to *out; prints the problem and returns -1 if bad. */
-int parse_rate(const char *opt, const char *arg, uint64_t *out);
+int parse_rate_opt(const char *opt, const char *arg, uint64_t *out);
 
 /* The engine options scrub and rebuild share: getopt codes, table entries
  * (--speed-limit-min is scrub's alone: add SCRUB_OPT_MIN_LONG_OPTION), and

@@ -4,9 +4,11 @@
  * Blocks are given as arrays of pointers in Q-syndrome slot order
  * (see layout.h: stripe_map.disk_slot); a NULL slot pointer means an
  * all-zero block (ddf layouts' P/Q positions, or a short stripe).
- * Every buffer must be 32-byte aligned (PARITY_ALIGN) unless said otherwise;
- * len may be any value (a tail that is not a multiple of 32 is handled
- * by portable code).  Nothing here allocates except where documented.
+ * Every buffer must be 32-byte aligned (isa-l's requirement) unless said
+ * otherwise; callers allocate with PARITY_ALIGN (64: a cache line, which
+ * is also 32-aligned).  len may be any value (a tail that is not a
+ * multiple of 32 is handled by portable code).  Nothing here allocates
+ * except where documented.
  */
 #ifndef RAIDIMG_PARITY_H
 #define RAIDIMG_PARITY_H

@@ -71,6 +71,24 @@ int parse_int(const char *s, long long min, long long max, long long *out)
 	return 0;
 }
 
+int parse_rate(const char *s, uint64_t *out)
+{
+	size_t len = strlen(s);
+	long long kib;
+
+	if (!strcmp(s, "unlimited") || !strcmp(s, "none")) {
+		*out = 0;
+		return 0;
+	}
+	if (len && s[len - 1] >= '0' && s[len - 1] <= '9') {
+		if (parse_int(s, 0, (long long)(UINT64_MAX >> 11), &kib))
+			return -EINVAL;
+		*out = (uint64_t)kib * 1024;
+		return 0;
+	}
+	return parse_size(s, out) ? -EINVAL : 0;
+}
+
 char *fmt_size(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };

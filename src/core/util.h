@@ -15,6 +15,10 @@
 /* "64K", "1M", "1.5G" (binary units), "512s" (sectors), "4096" (bytes).
  * 0 or -EINVAL / -ERANGE. */
 int parse_size(const char *s, uint64_t *out);
+/* A rate as md's speed limits take it, in bytes per second to *out: a
+ * plain number is KiB/s (md's sysctl unit), a size with a suffix is per
+ * second ("50M" = 50 MiB/s), "unlimited" or "none" is 0.  0 or -EINVAL. */
+int parse_rate(const char *s, uint64_t *out);
 /* Decimal integer in [min,max]; 0 or -EINVAL/-ERANGE. */
 int parse_int(const char *s, long long min, long long max, long long *out);
 

@@ -21,6 +21,7 @@
 #include "array.h"
 #include "member_io.h"
 #include "parity.h"
+#include "thread_buf.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
@@ -71,30 +72,13 @@ struct member_io {
  * sources that copy (zstd) must not write one buffer from several threads. */
 #define SINK_BYTES (1u << 20)
 #define SINK_MAX_CHUNK (256u << 10)
-static pthread_key_t sink_key;
-static pthread_once_t sink_once = PTHREAD_ONCE_INIT;
+static struct thread_buf sink_buf = THREAD_BUF_INIT(PARITY_ALIGN, false);
 
-static void sink_key_init(void)
-{
-	pthread_key_create(&sink_key, free);
-}
-
-/* This thread's sink (SINK_BYTES, owned by the thread), or NULL if it
- * cannot be had: then parity chunks are simply not bridged. */
+/* This thread's sink (SINK_BYTES), or NULL if it cannot be had: then
+ * parity chunks are simply not bridged. */
 static uint8_t *sink_get(void)
 {
-	uint8_t *p;
-
-	pthread_once(&sink_once, sink_key_init);
-	p = pthread_getspecific(sink_key);
-	if (!p) {
-		p = xaligned_alloc(SINK_BYTES);
-		if (p && pthread_setspecific(sink_key, p)) {
-			free(p);
-			p = NULL;
-		}
-	}
-	return p;
+	return thread_buf_get(&sink_buf, SINK_BYTES);
 }
 
 /* Where reads are counted: the array's own counters, or for the geometry
@@ -180,46 +164,11 @@ out:
 }
 
 /* Per-thread scratch for the rebuild path: n member windows + parity scratch. */
-struct scratch {
-	size_t size;
-	uint8_t *mem;
-};
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_free(void *p)
-{
-	struct scratch *sc = p;
-
-	if (sc) {
-		free(sc->mem);
-		free(sc);
-	}
-}
-
-static void scratch_key_init(void)
-{
-	pthread_key_create(&scratch_key, scratch_free);
-}
+static struct thread_buf scratch_buf = THREAD_BUF_INIT(PARITY_ALIGN, false);
 
 static uint8_t *scratch_get(size_t size)
 {
-	struct scratch *sc;
-
-	pthread_once(&scratch_once, scratch_key_init);
-	sc = pthread_getspecific(scratch_key);
-	if (!sc) {
-		sc = calloc(1, sizeof(*sc));
-		if (!sc)
-			return NULL;
-		pthread_setspecific(scratch_key, sc);
-	}
-	if (sc->size < size) {
-		free(sc->mem);
-		sc->mem = xaligned_alloc(size);
-		sc->size = sc->mem ? size : 0;
-	}
-	return sc->mem;
+	return thread_buf_get(&scratch_buf, size);
 }
 
 /* Bytes of one member read in one go on the rebuild path ... */

@@ -297,41 +297,15 @@ static struct candidate *leaving_member(struct candidate *c, int nc, const struc
 	return best;
 }
 
-static int assemble_reshape_prev(struct array *a, const struct member_meta *fresh, struct candidate *c, int nc,
-				 const struct assemble_opts *o, const char *who, char *err, size_t errlen)
+/* The members of the geometry before a reshape, p: those both geometries
+ * have are shared with a (a owns their sources), those leaving in a
+ * shrinking reshape are taken from the candidates (p owns them).  0 or
+ * -ENOMEM. */
+static int prev_members(struct array *p, const struct array *a, const struct member_meta *fresh,
+			struct candidate *c, int nc, bool force)
 {
-	int old_n = fresh->raid_disks - fresh->delta_disks;
-	bool force = o->g.force;
-	uint64_t pos = o->g.have_reshape_bytes ? o->g.reshape_bytes / 512 : fresh->reshape_position, stripe_sectors;
-	uint32_t big_chunk = fresh->chunk_bytes > fresh->new_chunk_bytes ? fresh->chunk_bytes
-									 : fresh->new_chunk_bytes;
-	struct array *p;
-	int ret;
+	int old_n = p->geom.raid_disks;
 
-	if (old_n < 1 || old_n > LAYOUT_MAX_DISKS) {
-		fmt_err(err, errlen, "%s: reshape from %d members (delta %d) is impossible", who, old_n,
-			fresh->delta_disks);
-		return -EINVAL;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	a->prev = p;            /* array_free(a) frees it from here on */
-	p->stats_of = a;
-	p->has_meta = true;
-	memcpy(p->meta_format, a->meta_format, sizeof(p->meta_format));
-	memcpy(p->uuid, a->uuid, 16);
-	memcpy(p->name, a->name, sizeof(p->name));
-	p->events = a->events;
-	p->resync_offset = a->resync_offset;
-	p->geom.level = fresh->level;
-	p->geom.layout = fresh->layout;
-	p->geom.raid_disks = old_n;
-	p->geom.chunk_bytes = fresh->chunk_bytes;
-	p->member_bytes = fresh->component_sectors * 512;
-	ret = alloc_members(p, old_n);
-	if (ret)
-		return ret;
 	for (int r = 0; r < old_n; r++) {
 		struct array_member *m = &p->members[r];
 
@@ -373,19 +347,19 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 		m->data_offset = n->meta.data_offset * 512;
 		m->readable_bytes = meta_readable_bytes(&n->meta);
 	}
-	ret = finish_geometry(p, force, who, err, errlen);
-	if (ret)
-		return ret;
-	/* what the old geometry found that the new one did not say */
-	for (char *line = p->warnings, *nl; *line; line = nl + 1) {
-		nl = strchr(line, '\n');
-		if (!nl)
-			break;
-		*nl = '\0';
-		if (!strstr(a->warnings, line))
-			warn_add(a, "%s", line);
-		*nl = '\n';
-	}
+	return 0;
+}
+
+/* Where the reshape is (pos, sectors) and what follows from it: the array
+ * served, members added by it.  0 or -EINVAL with the message. */
+static int reshape_position(struct array *a, const struct array *p, const struct member_meta *fresh,
+			    uint64_t pos, const struct assemble_opts *o, const char *who, char *err, size_t errlen)
+{
+	int old_n = p->geom.raid_disks;
+	uint32_t big_chunk = fresh->chunk_bytes > fresh->new_chunk_bytes ? fresh->chunk_bytes
+									 : fresh->new_chunk_bytes;
+	uint64_t stripe_sectors;
+
 	/* md refuses a position off a stripe of the larger chunk */
 	stripe_sectors = (uint64_t)big_chunk / 512 * (uint64_t)a->k;
 	if (pos != 0 && (stripe_sectors == 0 || pos % stripe_sectors)) {
@@ -430,13 +404,64 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 	return 0;
 }
 
-static int assemble_md(struct array *a, struct candidate *c, int nc,
-		       const struct assemble_opts *o, char *err, size_t errlen)
+static int assemble_reshape_prev(struct array *a, const struct member_meta *fresh, struct candidate *c, int nc,
+				 const struct assemble_opts *o, const char *who, char *err, size_t errlen)
+{
+	int old_n = fresh->raid_disks - fresh->delta_disks;
+	bool force = o->g.force;
+	uint64_t pos = o->g.have_reshape_bytes ? o->g.reshape_bytes / 512 : fresh->reshape_position;
+	struct array *p;
+	int ret;
+
+	if (old_n < 1 || old_n > LAYOUT_MAX_DISKS) {
+		fmt_err(err, errlen, "%s: reshape from %d members (delta %d) is impossible", who, old_n,
+			fresh->delta_disks);
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	a->prev = p;            /* array_free(a) frees it from here on */
+	p->stats_of = a;
+	p->has_meta = true;
+	memcpy(p->meta_format, a->meta_format, sizeof(p->meta_format));
+	memcpy(p->uuid, a->uuid, 16);
+	memcpy(p->name, a->name, sizeof(p->name));
+	p->events = a->events;
+	p->resync_offset = a->resync_offset;
+	p->geom.level = fresh->level;
+	p->geom.layout = fresh->layout;
+	p->geom.raid_disks = old_n;
+	p->geom.chunk_bytes = fresh->chunk_bytes;
+	p->member_bytes = fresh->component_sectors * 512;
+	ret = alloc_members(p, old_n);
+	if (ret)
+		return ret;
+	ret = prev_members(p, a, fresh, c, nc, force);
+	if (ret)
+		return ret;
+	ret = finish_geometry(p, force, who, err, errlen);
+	if (ret)
+		return ret;
+	/* what the old geometry found that the new one did not say */
+	for (char *line = p->warnings, *nl; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		*nl = '\0';
+		if (!strstr(a->warnings, line))
+			warn_add(a, "%s", line);
+		*nl = '\n';
+	}
+	return reshape_position(a, p, fresh, pos, o, who, err, errlen);
+}
+
+/* The freshest of the candidates (highest events), once every one is
+ * known to carry md metadata of one and the same array.  Its index in
+ * *ifresh; 0 or -EINVAL with the message. */
+static int find_freshest(const struct candidate *c, int nc, int *ifresh, char *err, size_t errlen)
 {
 	const struct member_meta *fresh = NULL;
-	int ifresh = -1;
-	char rb[32];
-	int ret;
 
 	/* Every image must carry md metadata of one and the same array. */
 	for (int i = 0; i < nc; i++) {
@@ -455,22 +480,33 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 		}
 		if (!fresh || c[i].meta.events > fresh->events) {
 			fresh = &c[i].meta;
-			ifresh = i;
+			*ifresh = i;
 		}
 	}
 	if (!fresh) {
 		fmt_err(err, errlen, "no member images given");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The array as the freshest superblock describes it (who: its image):
+ * identity, geometry (after a reshape), sizes, the member slots.  0 or
+ * -errno with the message. */
+static int adopt_geometry(struct array *a, const struct member_meta *fresh, const char *who, char *err,
+			  size_t errlen)
+{
+	int ret;
+
 	if (fresh->reshape_active && fresh->new_level != fresh->level) {
 		fmt_err(err, errlen, "%s: the array is in the middle of a reshape from RAID%d to RAID%d; "
-			"reading a reshape that changes the level is not supported", c[ifresh].path,
+			"reading a reshape that changes the level is not supported", who,
 			fresh->level, fresh->new_level);
 		return -ENOTSUP;
 	}
 	if (fresh->level != 4 && fresh->level != 5 && fresh->level != 6) {
 		fmt_err(err, errlen, "%s: RAID level %d is not supported (raidimg reads RAID4, RAID5 and RAID6)",
-			c[ifresh].path, fresh->level);
+			who, fresh->level);
 		return -ENOTSUP;
 	}
 	a->has_meta = true;
@@ -484,7 +520,7 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 	a->geom.raid_disks = fresh->raid_disks;
 	a->geom.chunk_bytes = fresh->new_chunk_bytes;
 	if (fresh->raid_disks < 1 || fresh->raid_disks > LAYOUT_MAX_DISKS) {
-		fmt_err(err, errlen, "%s: superblock says %d members", c[ifresh].path, fresh->raid_disks);
+		fmt_err(err, errlen, "%s: superblock says %d members", who, fresh->raid_disks);
 		return -EINVAL;
 	}
 	ret = alloc_members(a, fresh->raid_disks);
@@ -492,103 +528,132 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 		return ret;
 	if (fresh->component_sectors > (uint64_t)INT64_MAX / 512) {
 		fmt_err(err, errlen, "%s: superblock says each member holds %" PRIu64 " sectors: impossibly large",
-			c[ifresh].path, fresh->component_sectors);
+			who, fresh->component_sectors);
 		return -EINVAL;
 	}
 	a->member_bytes = fresh->component_sectors * 512;
 	a->resync_offset = fresh->resync_offset == UINT64_MAX ? UINT64_MAX : fresh->resync_offset * 512;
+	return 0;
+}
 
+/* Put candidate c in its role (or among the extras), as mdadm would:
+ * stale or faulty-marked members are kept for reporting but not used
+ * unless forced, two images of one role: the fresher wins.  0 or -errno
+ * with the message. */
+static int place_member(struct array *a, struct candidate *ci, const struct member_meta *fresh, const char *who,
+			const struct assemble_opts *o, char *err, size_t errlen)
+{
+	struct member_meta *mm = &ci->meta;
+	struct array_member *m;
+	int role = mm->role;
+	bool stale = mm->events + 1 < fresh->events;
+	int fresh_view = META_ROLE_MISSING;
+	char rb[32];
+
+	if (mm->dev_number >= 0 && mm->dev_number < fresh->max_dev && mm->dev_number < META_MAX_DEVS)
+		fresh_view = fresh->dev_roles[mm->dev_number];
+	if (role < 0) {
+		add_extra(a, ci->path, "%s (not an active member)", role_desc(role, rb, sizeof(rb)));
+		return 0;
+	}
+	if (role >= fresh->raid_disks && fresh->reshape_active && fresh->delta_disks < 0 &&
+	    role < fresh->raid_disks - fresh->delta_disks && same_geometry(mm, fresh))
+		return 0;       /* leaving in a shrinking reshape: only the old geometry has it */
+	if (role >= fresh->raid_disks) {
+		add_extra(a, ci->path, "claims role %d but the array has %d members", role,
+			  fresh->raid_disks);
+		return 0;
+	}
+	if (!same_geometry(mm, fresh) && !stale) {
+		fmt_err(err, errlen, "%s and %s disagree on the geometry (level/layout/chunk/members/size) "
+			"at the same event count", ci->path, who);
+		return -EINVAL;
+	}
+	m = &a->members[role];
+	if (m->state != MEMBER_MISSING && m->src) {
+		/* Two images claim one role: the fresher wins, a tie is an error. */
+		if (m->meta.events == mm->events) {
+			fmt_err(err, errlen, "%s and %s both claim role %d (events %" PRIu64 ")",
+				m->path, ci->path, role, mm->events);
+			return -EINVAL;
+		}
+		if (m->meta.events > mm->events) {
+			add_extra(a, ci->path, "older copy of role %d (events %" PRIu64 " < %" PRIu64
+				  "); not used", role, mm->events, m->meta.events);
+			return 0;
+		}
+		add_extra(a, m->path, "older copy of role %d (events %" PRIu64 " < %" PRIu64 "); not used",
+			  role, m->meta.events, mm->events);
+		source_close(m->src);
+		m->src = NULL;
+		free(m->path);
+		m->path = NULL;
+	}
+	m->has_meta = true;
+	m->meta = *mm;
+	m->path = strdup(ci->path);
+	if (!m->path)
+		return -ENOMEM;
+	m->image_bytes = ci->src->size;
+	if ((int64_t)mm->data_offset + mm->new_offset < 0) {
+		fmt_err(err, errlen, "%s: the reshape's new data offset (%" PRIu64 " %+" PRId64
+			" sectors) is before the start of the image", ci->path, mm->data_offset,
+			mm->new_offset);
+		return -EINVAL;
+	}
+	/* new_offset is 0 unless a reshape moves the data */
+	m->data_offset = (uint64_t)((int64_t)mm->data_offset + mm->new_offset) * 512;
+	m->readable_bytes = meta_readable_bytes(mm);
+	m->note[0] = '\0';
+
+	/* The freshest member's view only condemns a member it records as
+	 * faulty: a member that claims a role with a current event count
+	 * while the others list its slot as spare is a replacement (such
+	 * as one written by raidimg rebuild), as in the kernel, whose
+	 * role comes from each member's own superblock. */
+	if (stale || fresh_view == META_ROLE_FAULTY) {
+		const char *why = stale ? "stale" : "marked faulty by the freshest member";
+		if (!o->g.force) {
+			m->state = stale ? MEMBER_STALE : MEMBER_FAULTY;
+			snprintf(m->note, sizeof(m->note), "%s: events %" PRIu64 " vs %" PRIu64
+				 " (%s); left out, --force to use it", why, mm->events, fresh->events,
+				 who);
+			/* keep the source open: examine shows it; reads never use it */
+			m->src = ci->src;
+			ci->src = NULL;
+			ci->used = true;
+			return 0;
+		}
+		warn_add(a, "%s: FORCED into the array although %s (events %" PRIu64 ", freshest %" PRIu64
+			 "): its data may be out of date", ci->path, why, mm->events, fresh->events);
+	}
+	m->state = m->readable_bytes < a->member_bytes ? MEMBER_REBUILDING : MEMBER_OK;
+	if (m->state == MEMBER_REBUILDING)
+		snprintf(m->note, sizeof(m->note), "being rebuilt: valid below %" PRIu64 " bytes",
+			 m->readable_bytes);
+	m->src = ci->src;
+	ci->src = NULL;
+	ci->used = true;
+	return 0;
+}
+
+static int assemble_md(struct array *a, struct candidate *c, int nc,
+		       const struct assemble_opts *o, char *err, size_t errlen)
+{
+	const struct member_meta *fresh;
+	int ifresh = -1, ret;
+
+	ret = find_freshest(c, nc, &ifresh, err, errlen);
+	if (ret)
+		return ret;
+	fresh = &c[ifresh].meta;
+	ret = adopt_geometry(a, fresh, c[ifresh].path, err, errlen);
+	if (ret)
+		return ret;
 	for (int i = 0; i < nc; i++) {
-		struct member_meta *mm = &c[i].meta;
-		struct array_member *m;
-		int role = mm->role;
-		bool stale = mm->events + 1 < fresh->events;
-		int fresh_view = META_ROLE_MISSING;
-
-		if (mm->dev_number >= 0 && mm->dev_number < fresh->max_dev && mm->dev_number < META_MAX_DEVS)
-			fresh_view = fresh->dev_roles[mm->dev_number];
-		if (role < 0) {
-			add_extra(a, c[i].path, "%s (not an active member)", role_desc(role, rb, sizeof(rb)));
-			continue;
-		}
-		if (role >= fresh->raid_disks && fresh->reshape_active && fresh->delta_disks < 0 &&
-		    role < fresh->raid_disks - fresh->delta_disks && same_geometry(mm, fresh))
-			continue;       /* leaving in a shrinking reshape: only the old geometry has it */
-		if (role >= fresh->raid_disks) {
-			add_extra(a, c[i].path, "claims role %d but the array has %d members", role,
-				  fresh->raid_disks);
-			continue;
-		}
-		if (!same_geometry(mm, fresh) && !stale) {
-			fmt_err(err, errlen, "%s and %s disagree on the geometry (level/layout/chunk/members/size) "
-				"at the same event count", c[i].path, c[ifresh].path);
-			return -EINVAL;
-		}
-		m = &a->members[role];
-		if (m->state != MEMBER_MISSING && m->src) {
-			/* Two images claim one role: the fresher wins, a tie is an error. */
-			if (m->meta.events == mm->events) {
-				fmt_err(err, errlen, "%s and %s both claim role %d (events %" PRIu64 ")",
-					m->path, c[i].path, role, mm->events);
-				return -EINVAL;
-			}
-			if (m->meta.events > mm->events) {
-				add_extra(a, c[i].path, "older copy of role %d (events %" PRIu64 " < %" PRIu64
-					  "); not used", role, mm->events, m->meta.events);
-				continue;
-			}
-			add_extra(a, m->path, "older copy of role %d (events %" PRIu64 " < %" PRIu64 "); not used",
-				  role, m->meta.events, mm->events);
-			source_close(m->src);
-			m->src = NULL;
-			free(m->path);
-			m->path = NULL;
-		}
-		m->has_meta = true;
-		m->meta = *mm;
-		m->path = strdup(c[i].path);
-		if (!m->path)
-			return -ENOMEM;
-		m->image_bytes = c[i].src->size;
-		if ((int64_t)mm->data_offset + mm->new_offset < 0) {
-			fmt_err(err, errlen, "%s: the reshape's new data offset (%" PRIu64 " %+" PRId64
-				" sectors) is before the start of the image", c[i].path, mm->data_offset,
-				mm->new_offset);
-			return -EINVAL;
-		}
-		/* new_offset is 0 unless a reshape moves the data */
-		m->data_offset = (uint64_t)((int64_t)mm->data_offset + mm->new_offset) * 512;
-		m->readable_bytes = meta_readable_bytes(mm);
-		m->note[0] = '\0';
-
-		/* The freshest member's view only condemns a member it records as
-		 * faulty: a member that claims a role with a current event count
-		 * while the others list its slot as spare is a replacement (such
-		 * as one written by raidimg rebuild), as in the kernel, whose
-		 * role comes from each member's own superblock. */
-		if (stale || fresh_view == META_ROLE_FAULTY) {
-			const char *why = stale ? "stale" : "marked faulty by the freshest member";
-			if (!o->g.force) {
-				m->state = stale ? MEMBER_STALE : MEMBER_FAULTY;
-				snprintf(m->note, sizeof(m->note), "%s: events %" PRIu64 " vs %" PRIu64
-					 " (%s); left out, --force to use it", why, mm->events, fresh->events,
-					 c[ifresh].path);
-				/* keep the source open: examine shows it; reads never use it */
-				m->src = c[i].src;
-				c[i].src = NULL;
-				c[i].used = true;
-				continue;
-			}
-			warn_add(a, "%s: FORCED into the array although %s (events %" PRIu64 ", freshest %" PRIu64
-				 "): its data may be out of date", c[i].path, why, mm->events, fresh->events);
-		}
-		m->state = m->readable_bytes < a->member_bytes ? MEMBER_REBUILDING : MEMBER_OK;
-		if (m->state == MEMBER_REBUILDING)
-			snprintf(m->note, sizeof(m->note), "being rebuilt: valid below %" PRIu64 " bytes",
-				 m->readable_bytes);
-		m->src = c[i].src;
-		c[i].src = NULL;
-		c[i].used = true;
+		ret = place_member(a, &c[i], fresh, c[ifresh].path, o, err, errlen);
+		if (ret)
+			return ret;
 	}
 	/* Stale/faulty members stay in members[] for reporting but are not readable. */
 	for (int r = 0; r < a->geom.raid_disks; r++) {

@@ -43,6 +43,7 @@
 
 #include "fuse_fs.h"
 #include "status.h"
+#include "thread_buf.h"
 #include "util.h"
 
 enum {
@@ -55,7 +56,6 @@ enum {
 /* The image and the directory never change while mounted. */
 #define STATIC_TIMEOUT 86400.0
 #define READ_AHEAD_KB 1024
-#define HUGE_PAGE (2u << 20)
 
 struct fs_file {
 	char *name;                  /* owned */
@@ -99,60 +99,15 @@ struct fuse_fs {
 /* per-thread read buffer                                               */
 /* ------------------------------------------------------------------ */
 
-struct read_buf {
-	size_t cap;
-	char *mem;
-};
-
-static pthread_key_t read_buf_key;
-static pthread_once_t read_buf_once = PTHREAD_ONCE_INIT;
-
-static void read_buf_free(void *p)
-{
-	struct read_buf *rb = p;
-
-	if (rb) {
-		free(rb->mem);
-		free(rb);
-	}
-}
-
-static void read_buf_key_init(void)
-{
-	pthread_key_create(&read_buf_key, read_buf_free);
-}
-
 /* A buffer of at least size bytes owned by the calling thread (freed when
- * the thread ends); NULL when out of memory. */
+ * the thread ends), in huge pages when the kernel gives them (filling it
+ * and replying from it then costs one TLB entry and one page pinned for
+ * the copy instead of 512); NULL when out of memory. */
+static struct thread_buf read_buf = THREAD_BUF_INIT(4096, true);
+
 static char *read_buf_get(size_t size)
 {
-	struct read_buf *rb;
-
-	pthread_once(&read_buf_once, read_buf_key_init);
-	rb = pthread_getspecific(read_buf_key);
-	if (!rb) {
-		rb = calloc(1, sizeof(*rb));
-		if (!rb)
-			return NULL;
-		if (pthread_setspecific(read_buf_key, rb)) {
-			free(rb);
-			return NULL;
-		}
-	}
-	if (rb->cap < size) {
-		size_t cap = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-		void *p = NULL;
-
-		/* One huge page when the kernel gives one: filling it and
-		 * replying from it (the kernel pins its pages for the copy)
-		 * then costs one TLB entry and one pin instead of 256. */
-		free(rb->mem);
-		rb->mem = posix_memalign(&p, HUGE_PAGE, cap) ? NULL : p;
-		rb->cap = rb->mem ? cap : 0;
-		if (rb->mem)
-			madvise(rb->mem, cap, MADV_HUGEPAGE);
-	}
-	return rb->mem;
+	return thread_buf_get(&read_buf, size);
 }
 
 /* ------------------------------------------------------------------ */

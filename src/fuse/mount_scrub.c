@@ -418,32 +418,13 @@ static int show_max(struct mount_scrub *ms, char *buf, size_t len)
 	return 0;
 }
 
-/* A rate as `--speed-limit-*` takes it: a plain number is KiB/s, else a
- * size per second ("50M"); "unlimited"/"none" is 0.  Quiet: 0 or -EINVAL. */
-static int parse_rate_word(const char *word, uint64_t *out)
-{
-	size_t len = strlen(word);
-	long long v;
-
-	if (!strcmp(word, "unlimited") || !strcmp(word, "none")) {
-		*out = 0;
-		return 0;
-	}
-	if (len && isdigit((unsigned char)word[len - 1])) {
-		if (parse_int(word, 0, (long long)(UINT64_MAX >> 11), &v))
-			return -EINVAL;
-		*out = (uint64_t)v * 1024;
-		return 0;
-	}
-	return parse_size(word, out) ? -EINVAL : 0;
-}
 
 static int store_limit(struct mount_scrub *ms, const char *word, bool max)
 {
 	uint64_t v;
 
 	pthread_mutex_lock(&ms->lock);
-	if (parse_rate_word(word, &v)) {
+	if (parse_rate(word, &v)) {
 		refuse(ms, -EINVAL, "'%s' written to %s: give KiB/s (as md), 'unlimited', or a size per second "
 		       "such as 50M", word, max ? "sync_speed_max" : "sync_speed_min");
 		pthread_mutex_unlock(&ms->lock);

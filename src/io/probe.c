@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "probe.h"
+#include "util.h"
 
 static int source_read_cb(void *ctx, void *buf, size_t len, uint64_t off)
 {
@@ -34,4 +35,28 @@ int metadata_probe(struct source *src, struct member_meta *out, char *err, size_
 	if (!rc)
 		*out = f.vol[0];
 	return rc;
+}
+
+int write_superblock(struct source *dst, const struct member_meta *m, uint64_t dev_sectors, char *err,
+		     size_t errlen)
+{
+	uint8_t sb[8192];
+	uint64_t off;
+	size_t len;
+	int r;
+
+	if (!m->fmt || !m->fmt->build)
+		return fmt_fail(err, errlen, -EOPNOTSUPP, "%s: md %s metadata cannot be written", dst->path,
+				m->format);
+	memset(sb, 0, sizeof(sb));
+	r = m->fmt->build(m, sb, sizeof(sb), dev_sectors, &off, &len);
+	if (r)
+		return fmt_fail(err, errlen, r, "%s: cannot build the md %s superblock: %s", dst->path, m->format,
+				strerror(-r));
+	r = source_pwrite(dst, sb, len, off);
+	if (!r)
+		r = dst->ops->sync(dst);
+	if (r)
+		return fmt_fail(err, errlen, r, "%s: write error: %s", dst->path, strerror(-r));
+	return 0;
 }

@@ -1,5 +1,5 @@
 /* probe.h - the metadata on a member source: format.h's formats read the
- * source through a dev_reader. */
+ * source through a dev_reader (and write a superblock into one). */
 #ifndef RAIDIMG_PROBE_H
 #define RAIDIMG_PROBE_H
 
@@ -14,5 +14,11 @@ int probe_source(struct source *src, struct format_found *out, char *err, size_t
  * superblock" when there is none; another -errno with a message when there
  * is one but it is broken. */
 int metadata_probe(struct source *src, struct member_meta *out, char *err, size_t errlen);
+
+/* Write m's superblock (m->fmt builds it) into dst, an image of
+ * dev_sectors, and sync it.  0, or -errno with a message naming dst in err
+ * (-EOPNOTSUPP: the format cannot be written). */
+int write_superblock(struct source *dst, const struct member_meta *m, uint64_t dev_sectors, char *err,
+		     size_t errlen);
 
 #endif
