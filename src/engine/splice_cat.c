@@ -145,7 +145,8 @@ static int copy_via_read(struct splice_run *r, uint64_t off, uint64_t len)
 static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t aoff, uint64_t len)
 {
 	struct array_member *m = &r->a->members[disk];
-	int in_fd = m->src->ops->raw_fd(m->src);
+	uint64_t base;
+	int in_fd = m->src->ops->raw_fd(m->src, &base);
 	uint64_t end = aoff + len;
 	uint64_t rel = aoff;    /* array bytes below this are at out_fd */
 	uint64_t got = aoff;    /* ... below this are at out_fd or in the pipe */
@@ -155,7 +156,7 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 		return copy_via_read(r, aoff, len);
 	while (got < end) {
 		size_t want = (size_t)min_u64(end - got, r->pipe_cap - (got - rel));
-		loff_t o = (loff_t)(moff + (got - aoff));
+		loff_t o = (loff_t)(base + moff + (got - aoff));
 		ssize_t n = want ? splice(in_fd, &o, r->pipe_w, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
 				 : -1;
 
@@ -217,8 +218,11 @@ static void prefetch(struct splice_run *r, uint64_t s)
 			continue;
 		if (from * cb >= m->readable_bytes)
 			continue;
-		(void)posix_fadvise(m->src->ops->raw_fd(m->src), (off_t)(m->data_offset + from * cb),
-				    (off_t)((to - from) * cb), POSIX_FADV_WILLNEED);
+		uint64_t base;
+		int fd = m->src->ops->raw_fd(m->src, &base);
+
+		(void)posix_fadvise(fd, (off_t)(base + m->data_offset + from * cb), (off_t)((to - from) * cb),
+				    POSIX_FADV_WILLNEED);
 		atomic_fetch_add(&a->io.requests, 1);
 		atomic_fetch_add(&a->io.bytes, (to - from) * cb);
 		r->st->prefetches++;
@@ -352,7 +356,9 @@ static bool all_members_plain(const struct array *a)
 		const struct array_member *m = &a->members[i];
 		if (!m->src || (m->state != MEMBER_OK && m->state != MEMBER_REBUILDING))
 			continue;
-		if (!m->src->ops->raw_fd || m->src->ops->raw_fd(m->src) < 0)
+		uint64_t base;
+
+		if (!m->src->ops->raw_fd || m->src->ops->raw_fd(m->src, &base) < 0)
 			return false;
 	}
 	return true;

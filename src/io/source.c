@@ -63,8 +63,17 @@ int source_open(const char *path, int flags, struct source **out, char *err, siz
 	return ret;
 }
 
+struct source *source_ref(struct source *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+	return s;
+}
+
 void source_close(struct source *s)
 {
-	if (s)
-		s->ops->close(s);
+	if (!s)
+		return;
+	if (atomic_load(&s->refs) > 0 && atomic_fetch_sub(&s->refs, 1) > 0)
+		return;
+	s->ops->close(s);
 }

@@ -7,6 +7,7 @@
 #ifndef RAIDIMG_SOURCE_H
 #define RAIDIMG_SOURCE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -28,8 +29,9 @@ struct source_ops {
 	int (*truncate)(struct source *s, uint64_t size);
 	void (*close)(struct source *s);  /* frees s and everything it owns */
 	/* The file descriptor holding the image's bytes as they are (for
-	 * zero-copy transfers), or -1.  NULL op = -1. */
-	int (*raw_fd)(struct source *s);
+	 * zero-copy transfers), or -1; *base gets the offset in it of the
+	 * source's byte 0 (a slice of an image starts past 0).  NULL op = -1. */
+	int (*raw_fd)(struct source *s, uint64_t *base);
 };
 
 struct source {
@@ -38,6 +40,7 @@ struct source {
 	uint64_t size;      /* bytes */
 	int writable;
 	void *priv;         /* the implementation's */
+	_Atomic int refs;   /* references beyond the first (source_ref) */
 };
 
 enum {
@@ -80,6 +83,17 @@ static inline int source_pwrite(struct source *s, const void *buf, size_t len, u
 {
 	return s->ops->pwrite(s, buf, len, off);
 }
+/* Take one more reference: each is given back with source_close, the
+ * last frees the source.  Returns s. */
+struct source *source_ref(struct source *s);
 void source_close(struct source *s);  /* NULL is fine */
+
+/* A source of bytes [off, off + len) of parent (a partition of a
+ * whole-disk image), named name (copied; e.g. "disk0.img partition 3").
+ * It takes a reference on parent; reads past its end are -EIO as for any
+ * image; writes go to the parent when it is writable.  0 or -errno with a
+ * message. */
+int source_slice(struct source *parent, uint64_t off, uint64_t len, const char *name, struct source **out,
+		 char *err, size_t errlen);
 
 #endif

@@ -24,6 +24,12 @@ static int raw_fd(struct source *s)
 	return ((struct raw_priv *)s->priv)->fd;
 }
 
+static int raw_fd_op(struct source *s, uint64_t *base)
+{
+	*base = 0;
+	return raw_fd(s);
+}
+
 static int raw_pread(struct source *s, void *buf, size_t len, uint64_t off)
 {
 	return pread_all(raw_fd(s), buf, len, off);     /* past the end: -EIO, a truncated image */
@@ -117,7 +123,7 @@ static const struct source_ops raw_ops = {
 	.pwrite = raw_pwrite,
 	.sync = raw_sync,
 	.truncate = raw_truncate,
-	.raw_fd = raw_fd,
+	.raw_fd = raw_fd_op,
 	.close = raw_close,
 };
 
