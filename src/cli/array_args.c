@@ -18,7 +18,7 @@ void array_args_init(struct array_args *aa)
 
 int array_args_opt(struct array_args *aa, int opt, const char *arg)
 {
-	char err[512];
+	char err[ERR_MAX];
 	int r = geom_args_opt(&aa->ao.g, opt, arg, err, sizeof(err));
 
 	if (r < 0)
@@ -28,7 +28,7 @@ int array_args_opt(struct array_args *aa, int opt, const char *arg)
 
 int array_args_prepare(struct array_args *aa, int argc, char **argv)
 {
-	char err[512];
+	char err[ERR_MAX];
 
 	if (geom_args_prepare(&aa->ao.g, argc, argv, err, sizeof(err))) {
 		msg("%s", err);
@@ -39,7 +39,7 @@ int array_args_prepare(struct array_args *aa, int argc, char **argv)
 
 int array_args_open(struct array_args *aa, int argc, char **argv, struct array **out)
 {
-	char err[1024] = "";
+	char err[ERR_MAX] = "";
 	int ret;
 
 	if (array_args_prepare(aa, argc, argv))

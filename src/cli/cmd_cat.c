@@ -188,7 +188,7 @@ static int run_cat(struct cat_args *ca, int argc, char **argv)
 	struct pipeline pl = { 0 };
 	struct overlay *ov = NULL;
 	struct outfile out = { .fd = -1 };
-	char err[PATH_MAX + 1200];
+	char err[ERR_MAX];
 	uint64_t offset = ca->offset, length = ca->length;
 	bool used_zc = false;
 	struct splice_cat_stats zcs;

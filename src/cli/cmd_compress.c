@@ -79,7 +79,7 @@ static bool is_zstd_magic(int fd)
 
 static int input_open(const char *path, struct input *in)
 {
-	char err[1024] = "";
+	char err[ERR_MAX] = "";
 	struct zseek_table t;
 	struct stat st;
 	int ret;
@@ -284,7 +284,7 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 static int open_output(const struct compress_opts *o, struct outfile *out)
 {
 	struct outfile_opts oo = { .replace = o->force, .exists_hint = "give --overwrite to replace it" };
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 
 	if (outfile_open(out, o->out, &oo, err, sizeof(err))) {
 		msg("%s", err);
@@ -321,7 +321,7 @@ static int run(const struct compress_opts *o, struct custody_record *rec)
 	struct sha256 *h = NULL;
 	struct progress pg;
 	struct input in;
-	char in_hex[SHA256_HEX] = "", out_hex[SHA256_HEX] = "", err[PATH_MAX + 256];
+	char in_hex[SHA256_HEX] = "", out_hex[SHA256_HEX] = "", err[ERR_MAX];
 	struct outfile out = { .fd = -1 };
 	uint8_t *buf = NULL;
 	int ret = EXIT_ERR, r;

@@ -304,6 +304,10 @@ static int create_opt(int opt, const char *arg, struct create_args *ca, const ch
 			msg("--data-offset %s: give a multiple of 4K", arg);
 			return -1;
 		}
+		if (sz > (UINT64_C(1) << 60)) {
+			msg("--data-offset %s: past any image raidimg can write (1 EiB)", arg);
+			return -1;
+		}
 		ca->data_offset = sz;
 		return 0;
 	case 0x3008:
@@ -535,7 +539,7 @@ static int open_members(const struct create_args *ca, const struct create_plan *
 			struct source **mem)
 {
 	struct outfile_opts oo = { .replace = ca->force, .exists_hint = "refusing to overwrite it (--force to replace)" };
-	char path[PATH_MAX], err[PATH_MAX + 256];
+	char path[PATH_MAX], err[ERR_MAX];
 	int r;
 
 	for (int i = 0; i < pl->n; i++) {
@@ -557,7 +561,7 @@ static int open_members(const struct create_args *ca, const struct create_plan *
 /* Give every member image its name.  0 or -1 (message printed). */
 static int commit_members(const struct create_plan *pl, struct outfile *of, struct source **mem)
 {
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 
 	for (int i = 0; i < pl->n; i++) {
 		source_close(mem[i]);
@@ -606,7 +610,7 @@ static int array_meta(const struct create_args *ca, const struct create_plan *pl
 static int write_member_super(const struct create_args *ca, const struct create_plan *pl,
 			    struct member_meta *mm, int i, struct source *mem)
 {
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 
 	mm->dev_number = i;
 	mm->role = i;

@@ -26,7 +26,7 @@ struct probed {
 	const char *path;
 	uint64_t size;
 	int ret;                 /* 0: metadata found; -ENOENT: none; else broken/unreadable */
-	char err[512];
+	char err[ERR_MAX];
 	struct member_meta meta;
 };
 
@@ -88,7 +88,7 @@ static void print_member_json(FILE *f, const struct probed *p)
 	char uuid[40];
 
 	fprintf(f, "{\"path\":");
-	json_str(f, p->path);
+	json_path(f, p->path, "path");
 	fprintf(f, ",\"image_bytes\":%" PRIu64, p->size);
 	if (p->ret) {
 		fprintf(f, ",\"metadata\":null,\"error\":");
@@ -205,7 +205,7 @@ static void print_array_json(FILE *f, const struct array *a)
 		const struct array_member *m = &a->members[r];
 		fprintf(f, "%s{\"role\":%d,\"state\":\"%s\",\"path\":", r ? "," : "", r, member_state_name(m->state));
 		if (m->path)
-			json_str(f, m->path);
+			json_path(f, m->path, "path");
 		else
 			fputs("null", f);
 		fprintf(f, ",\"data_offset_bytes\":%" PRIu64 ",\"note\":", m->data_offset);
@@ -222,7 +222,7 @@ static void print_array_json(FILE *f, const struct array *a)
 	fprintf(f, "],\"unused\":[");
 	for (int i = 0; i < a->nextra; i++) {
 		fprintf(f, "%s{\"path\":", i ? "," : "");
-		json_str(f, a->extra[i].path);
+		json_path(f, a->extra[i].path, "path");
 		fprintf(f, ",\"note\":");
 		json_str(f, a->extra[i].note);
 		fputc('}', f);
@@ -246,7 +246,7 @@ static void print_array_json(FILE *f, const struct array *a)
 			fprintf(f, "%s{\"role\":%d,\"state\":\"%s\",\"path\":", r > a->geom.raid_disks ? "," : "", r,
 				member_state_name(o->members[r].state));
 			if (o->members[r].path)
-				json_str(f, o->members[r].path);
+				json_path(f, o->members[r].path, "path");
 			else
 				fputs("null", f);
 			fputc('}', f);
@@ -393,7 +393,7 @@ int cmd_examine(int argc, char **argv)
 	struct array *a = NULL;
 	struct probed *pr = NULL;
 	bool json = false;
-	char err[1024] = "";
+	char err[ERR_MAX] = "";
 	char **images;
 	int ret = EXIT_ERR, nimg = 0, nimages, r;
 

@@ -178,7 +178,7 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 /* --overlay FILE: open it over a (it must be a's), never as the output. */
 static int open_overlay(const struct export_opts *o, struct array *a, struct overlay **ov)
 {
-	char err[PATH_MAX + 1200];
+	char err[ERR_MAX];
 	struct stat so, si;
 
 	if (!stat(o->out, &so) && !stat(o->overlay, &si) && so.st_dev == si.st_dev && so.st_ino == si.st_ino) {
@@ -210,7 +210,7 @@ static int open_sink(const struct export_opts *o, const struct array_args *aa, s
  * array's).  0 or -1. */
 static int hash_output(const struct export_opts *o, struct custody_run *cr, FILE *f, char hex[SHA256_HEX])
 {
-	char err[512];
+	char err[ERR_MAX];
 
 	hex[0] = '\0';
 	if (!o->zstd || !cr->o.hash || !strcmp(o->out, "-"))

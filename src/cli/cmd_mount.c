@@ -153,7 +153,7 @@ static void fg_ready(void *arg, int err, const char *text)
 static int run_foreground(struct fuse_fs *fs, const char *mnt, const char *name)
 {
 	struct fg_ready r = { fs, mnt, name };
-	char err[PATH_MAX + 512];
+	char err[ERR_MAX];
 	int ret;
 
 	ret = fuse_fs_mount(fs, err, sizeof(err));
@@ -175,7 +175,7 @@ static int run_foreground(struct fuse_fs *fs, const char *mnt, const char *name)
  * followed by the reason. */
 static void report(int fd, int err, const char *text)
 {
-	char buf[PATH_MAX + 600];
+	char buf[ERR_MAX];
 	int n;
 
 	if (fd < 0)
@@ -213,7 +213,7 @@ static void detach_stdio(void)
 /* In the child: mount, detach, serve.  Never returns. */
 static void __attribute__((noreturn)) daemon_child(struct fuse_fs *fs, struct array *a, int fd)
 {
-	char err[PATH_MAX + 512];
+	char err[ERR_MAX];
 	int ret;
 
 	setsid();
@@ -238,7 +238,7 @@ static void __attribute__((noreturn)) daemon_child(struct fuse_fs *fs, struct ar
 /* In the parent: wait for the child's word. */
 static int daemon_parent(pid_t pid, int fd)
 {
-	char buf[PATH_MAX + 600];
+	char buf[ERR_MAX];
 	size_t got = 0;
 	int status;
 
@@ -284,7 +284,7 @@ static int open_overlay(const char *path, struct array *a, const struct stat *mn
 {
 	struct overlay_open_opts oo = { .writable = true, .create = true };
 	struct overlay_identity id;
-	char err[PATH_MAX + 1200], desc[200];
+	char err[ERR_MAX], desc[200];
 	struct stat st;
 
 	/* a member image is refused by overlay_open (outfile.h's evidence guard) */
@@ -460,7 +460,7 @@ static int run_mount(struct mount_args *ma, const struct stat *st)
 	struct overlay *ov = NULL;
 	char *default_name = NULL, *mnt = NULL;
 	const char *name = ma->name;
-	char err[PATH_MAX + 512];
+	char err[ERR_MAX];
 	bool ov_created = false;
 	int ret = EXIT_ERR;
 

@@ -66,7 +66,7 @@ static void info_json(FILE *f, const struct overlay *ov, const struct stat *st)
 
 	overlay_get_stats(ov, &s);
 	fputs("{\"path\":", f);
-	json_str(f, overlay_path(ov));
+	json_path(f, overlay_path(ov), "path");
 	fprintf(f, ",\"format_version\":%" PRIu32 ",", h->version);
 	put_identity_json(f, &h->id);
 	fprintf(f, ",\"array_id\":\"%016" PRIx64 "\",\"granule_bytes\":%" PRIu32 ",\"granules\":%" PRIu64
@@ -110,7 +110,7 @@ static int overlay_info(const char *path, bool json)
 {
 	struct overlay_open_opts oo = { .allow_in_use = true };
 	struct overlay *ov = NULL;
-	char err[PATH_MAX + 1200];
+	char err[ERR_MAX];
 	struct stat st;
 	int ret;
 
@@ -137,7 +137,7 @@ static int overlay_discard_cmd(const char *path)
 	struct overlay_open_opts oo = { .writable = true };
 	struct overlay *ov = NULL;
 	struct overlay_stats s;
-	char err[PATH_MAX + 1200];
+	char err[ERR_MAX];
 	int ret;
 
 	ret = overlay_open(path, &oo, &ov, NULL, err, sizeof(err));

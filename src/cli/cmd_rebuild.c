@@ -199,7 +199,7 @@ static int build_meta(const struct array *a, int role, const struct array_member
 static int open_output(const struct rebuild_args *ra, uint64_t bytes, struct outfile *of, struct source **out)
 {
 	struct outfile_opts oo = { .replace = ra->overwrite, .exists_hint = "refusing to overwrite it (--overwrite to replace)" };
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 	int r;
 
 	if (outfile_open(of, ra->output, &oo, err, sizeof(err)) ||
@@ -238,7 +238,7 @@ static void print_result(const struct rebuild_args *ra, const struct array *a, c
 
 	if (ra->json) {
 		printf("{\"type\":\"rebuild\",\"role\":%d,\"output\":", ra->role);
-		json_str(stdout, ra->output);
+		json_path(stdout, ra->output, "output");
 		printf(",\"image_bytes\":%" PRIu64 ",\"data_offset\":%" PRIu64 ",\"stripes\":%" PRIu64
 		       ",\"bytes_written\":%" PRIu64 ",\"member_requests\":%" PRIu64 ",\"member_request_bytes\":%" PRIu64
 		       ",\"seconds\":%.6f", bytes, ra->so.rebuild_data_offset, a->stripes, p->bytes_written,
@@ -265,7 +265,7 @@ static int run_rebuild(struct array *a, struct rebuild_args *ra, struct source *
 {
 	struct scrub_ui ui;
 	struct scrub *s = NULL;
-	char err[1024] = "";
+	char err[ERR_MAX] = "";
 	int r;
 
 	ra->so.mode = SCRUB_REBUILD;
@@ -301,7 +301,7 @@ int cmd_rebuild(int argc, char **argv)
 	uint64_t bytes;
 	int ret = EXIT_ERR, r;
 	struct outfile of = { .fd = -1 };
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 
 	memset(&ra, 0, sizeof(ra));
 	memset(&m, 0, sizeof(m));

@@ -200,7 +200,7 @@ int cmd_replay(int argc, char **argv)
 	struct replay_spec rs = { 0 };
 	struct array *a = NULL;
 	const char *out = NULL, *record;
-	char err[1024] = "";
+	char err[ERR_MAX] = "";
 	bool overwrite = false;
 	long long nthreads = 2;
 	int opt, ret = EXIT_ERR;

@@ -205,7 +205,7 @@ int cmd_scrub(int argc, char **argv)
 	struct scrub_cmd c;
 	struct scrub *s = NULL;
 	struct scrub_progress p;
-	char err[1024] = "";
+	char err[ERR_MAX] = "";
 	const char *result;
 	int ret = EXIT_ERR, r;
 

@@ -88,7 +88,7 @@ void scrub_ui_init(struct scrub_ui *ui, struct scrub_opts *o, bool progress, boo
 	if (trace && *trace) {
 		struct outfile_opts oo = { .append = true };
 		struct outfile of;
-		char err[PATH_MAX + 256];
+		char err[ERR_MAX];
 
 		/* a test facility, but a file written all the same (outfile.h) */
 		if (outfile_open(&of, trace, &oo, err, sizeof(err))) {

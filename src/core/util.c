@@ -157,11 +157,61 @@ void json_str_or_null(FILE *f, const char *s)
 		fputs("null", f);
 }
 
+size_t utf8_seq_len(const unsigned char *p)
+{
+	unsigned char c = p[0];
+	size_t n;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and past U+10FFFF are not UTF-8 */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (p && *p) {
+		size_t n = utf8_seq_len(p);
+
+		if (!n)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
 void json_str(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
+
 	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	while (p && *p) {
+		unsigned char c = *p;
+		size_t n = utf8_seq_len(p);
+
+		if (!n) {
+			fputs("\\ufffd", f);     /* not UTF-8: the replacement character */
+			p++;
+			continue;
+		}
 		switch (c) {
 		case '"': fputs("\\\"", f); break;
 		case '\\': fputs("\\\\", f); break;
@@ -169,13 +219,67 @@ void json_str(FILE *f, const char *s)
 		case '\t': fputs("\\t", f); break;
 		case '\r': fputs("\\r", f); break;
 		default:
-			if (c < 0x20)
+			if (c < 0x20 || c == 0x7f)
 				fprintf(f, "\\u%04x", c);
 			else
-				fputc(c, f);
+				fwrite(p, 1, n, f);
 		}
+		p += n;
 	}
 	fputc('"', f);
+}
+
+void hex_encode(const void *buf, size_t len, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+	const unsigned char *b = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = d[b[i] >> 4];
+		out[2 * i + 1] = d[b[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+int hex_decode(const char *hex, char *out, size_t outlen)
+{
+	size_t n = strlen(hex);
+
+	if (n % 2 || n / 2 + 1 > outlen)
+		return -EINVAL;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v = 0;
+
+		for (int j = 0; j < 2; j++) {
+			char c = hex[2 * i + (size_t)j];
+
+			v <<= 4;
+			if (c >= '0' && c <= '9')
+				v |= (unsigned)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				v |= (unsigned)(c - 'a' + 10);
+			else
+				return -EINVAL;
+		}
+		out[i] = (char)v;
+	}
+	out[n / 2] = '\0';
+	return 0;
+}
+
+void json_path(FILE *f, const char *path, const char *key)
+{
+	json_str(f, path);
+	if (path && !utf8_valid(path)) {
+		size_t len = strlen(path);
+		char *hex = malloc(2 * len + 1);
+
+		if (hex) {
+			hex_encode(path, len, hex);
+			fprintf(f, ",\"%s_hex\":\"%s\"", key, hex);
+			free(hex);
+		}
+	}
 }
 
 

@@ -25,6 +25,11 @@ int parse_int(const char *s, long long min, long long max, long long *out);
 /* "6.0 MiB" style; buf >= 32 bytes; returns buf. */
 char *fmt_size(uint64_t bytes, char *buf, size_t len);
 
+/* Room for a message that names up to two files (paths up to PATH_MAX)
+ * and says what is wrong with them: every buffer a message is formatted
+ * into is this large, so that long paths never cut the reason off. */
+#define ERR_MAX (2 * 4096 + 1024)
+
 /* snprintf that never overflows and always terminates (truncates). */
 void fmt_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -39,8 +44,21 @@ extern int verbose;
 /* Aligned allocation for I/O and parity buffers (64 bytes); free with free(). */
 void *xaligned_alloc(size_t len);
 
-/* Write s as a JSON string (with quotes) to f. */
+/* Write s as a JSON string (with quotes) to f: valid JSON whatever the
+ * bytes (control characters escaped, bytes that are not UTF-8 written as
+ * U+FFFD, the replacement character). */
 void json_str(FILE *f, const char *s);
+/* json_str of a path that is the value of key (in an object): when the
+ * path is not UTF-8, its exact bytes follow as another member,
+ * "KEY_hex":"hex of the bytes", so that nothing is lost. */
+void json_path(FILE *f, const char *path, const char *key);
+/* Bytes of the UTF-8 sequence at p (1-4), 0 when it is not one. */
+size_t utf8_seq_len(const unsigned char *p);
+bool utf8_valid(const char *s);      /* NULL: true */
+/* Lowercase hex of buf (out: 2 * len + 1 bytes), and back (out: the
+ * bytes, NUL-terminated; -EINVAL if not hex or too long for outlen). */
+void hex_encode(const void *buf, size_t len, char *out);
+int hex_decode(const char *hex, char *out, size_t outlen);
 /* json_str, or null for NULL and "". */
 void json_str_or_null(FILE *f, const char *s);
 

@@ -682,7 +682,7 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 static int probe_candidates(struct candidate *c, int n, const struct assemble_opts *o, char *err, size_t errlen)
 {
 	for (int i = 0; i < n; i++) {
-		char perr[256];
+		char perr[ERR_MAX];
 		int ret = metadata_probe(c[i].src, &c[i].meta, perr, sizeof(perr));
 
 		if (ret == 0) {

@@ -37,7 +37,9 @@
 #include "parity.h"
 #include "outfile.h"
 #include "scrub.h"
+#include "sysio.h"
 #include "util.h"
+#include "xxh64.h"
 
 #define NBATCH 2                         /* double buffering */
 #define MAX_READERS 16
@@ -117,7 +119,7 @@ struct scrub {
 	pthread_cond_t end_cv;    /* signalled (under lock) when scrub_run ends */
 	bool ended;
 	int error;
-	char message[256];
+	char message[ERR_MAX];
 	pthread_t thread;
 	bool thread_started;
 	int result;
@@ -806,9 +808,9 @@ static int checkpoint_write(struct scrub *s)
 {
 	struct outfile_opts oo = { .replace = true };
 	struct outfile out;
-	char id[512], err[PATH_MAX + 256];
+	char id[512], err[ERR_MAX], text[1024];
 	uint64_t next = atomic_load(&s->next_stripe);
-	FILE *f = NULL;
+	size_t len;
 	int ret;
 
 	/* a temporary of its own, renamed over the last checkpoint (outfile.h) */
@@ -817,23 +819,18 @@ static int checkpoint_write(struct scrub *s)
 		set_error(s, ret, "cannot write the checkpoint: %s", err);
 		return ret;
 	}
-	f = outfile_stdio(&out);
-	if (!f) {
-		ret = -errno;
-		outfile_abort(&out);
-		set_error(s, ret, "%s: cannot write the checkpoint: %s", s->o.checkpoint_path, strerror(-ret));
-		return ret;
-	}
 	identity(s->a, id, sizeof(id));
-	fprintf(f, "%s\narray %s\nmode %s\nrange %" PRIu64 " %" PRIu64 "\nnext %" PRIu64 "\n"
-		"counts mismatches=%" PRIu64 " units=%" PRIu64 " writes=%" PRIu64 " bytes_written=%" PRIu64
-		" unchecked=%" PRIu64 " read_errors=%" PRIu64 "\n",
-		CHECKPOINT_MAGIC, id, scrub_mode_name(s->o.mode), s->o.stripe_begin, s->o.stripe_end, next,
-		atomic_load(&s->mismatches), atomic_load(&s->units), atomic_load(&s->writes),
-		atomic_load(&s->bytes_written), atomic_load(&s->unchecked), atomic_load(&s->read_errors));
-	ret = ferror(f) ? -EIO : 0;
-	if (fclose(f) && !ret)
-		ret = -errno;
+	len = (size_t)snprintf(text, sizeof(text), "%s\narray %s\nmode %s\nrange %" PRIu64 " %" PRIu64 "\nnext %"
+			       PRIu64 "\ncounts mismatches=%" PRIu64 " units=%" PRIu64 " writes=%" PRIu64
+			       " bytes_written=%" PRIu64 " unchecked=%" PRIu64 " read_errors=%" PRIu64 "\n",
+			       CHECKPOINT_MAGIC, id, scrub_mode_name(s->o.mode), s->o.stripe_begin, s->o.stripe_end,
+			       next, atomic_load(&s->mismatches), atomic_load(&s->units), atomic_load(&s->writes),
+			       atomic_load(&s->bytes_written), atomic_load(&s->unchecked),
+			       atomic_load(&s->read_errors));
+	/* a checksum of the rest: a checkpoint edited by hand is refused */
+	if (len < sizeof(text))
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "sum %016" PRIx64 "\n", xxh64(text, len, 0));
+	ret = len < sizeof(text) ? write_all(out.fd, text, len) : -ENAMETOOLONG;
 	if (ret) {
 		outfile_abort(&out);
 		set_error(s, ret, "%s: cannot write the checkpoint: %s", s->o.checkpoint_path, strerror(-ret));
@@ -864,13 +861,65 @@ static int checkpoint_maybe(struct scrub *s)
 }
 
 /* Parse a checkpoint into s (position and counters); 0 if there is none. */
+int scrub_checkpoint_parse(char *text, size_t len, const char *path, struct scrub_checkpoint *cp, char *err,
+			   size_t errlen)
+{
+	char line[512], nl = 0, *save = NULL;
+	bool have_range = false, have_next = false, magic = false, have_counts = false;
+	uint64_t sum = 0;
+	size_t sum_at;
+
+	memset(cp, 0, sizeof(*cp));
+	if (len < strlen(CHECKPOINT_MAGIC) + 1 || strncmp(text, CHECKPOINT_MAGIC "\n", strlen(CHECKPOINT_MAGIC) + 1))
+		return fmt_fail(err, errlen, -EINVAL, "%s: not a raidimg scrub checkpoint; remove it to start afresh",
+				path);
+	/* the last line is the checksum of everything before it */
+	sum_at = text[len - 1] == '\n' ? len - 1 : len;
+	while (sum_at && text[sum_at - 1] != '\n')
+		sum_at--;
+	if (sscanf(text + sum_at, "sum %16" SCNx64 "%c", &sum, &nl) != 2 || nl != '\n' ||
+	    sum != xxh64(text, sum_at, 0))
+		return fmt_fail(err, errlen, -EINVAL, "%s: the checkpoint does not match its checksum (damaged or "
+				"edited); remove it to start afresh", path);
+	text[sum_at] = '\0';
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		uint64_t *c = cp->counts;
+
+		snprintf(line, sizeof(line), "%s", l);
+		if ((!strncmp(line, "range ", 6) || !strncmp(line, "next ", 5) || !strncmp(line, "counts ", 7)) &&
+		    strchr(line, '-'))
+			return fmt_fail(err, errlen, -EINVAL, "%s: a negative number in the checkpoint ('%s'); remove "
+					"it to start afresh", path, line);
+		if (!strcmp(line, CHECKPOINT_MAGIC))
+			magic = true;
+		else if (!strncmp(line, "array ", 6))
+			snprintf(cp->array_id, sizeof(cp->array_id), "%s", line + 6);
+		else if (sscanf(line, "mode %15s", cp->mode) == 1)
+			;
+		else if (sscanf(line, "range %" SCNu64 " %" SCNu64, &cp->begin, &cp->end) == 2)
+			have_range = true;
+		else if (sscanf(line, "next %" SCNu64, &cp->next) == 1)
+			have_next = true;
+		else if (sscanf(line, "counts mismatches=%" SCNu64 " units=%" SCNu64 " writes=%" SCNu64
+				" bytes_written=%" SCNu64 " unchecked=%" SCNu64 " read_errors=%" SCNu64,
+				&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]) == 6)
+			have_counts = true;
+	}
+	if (!magic || !have_range || !have_next || !have_counts || !cp->array_id[0] || !cp->mode[0])
+		return fmt_fail(err, errlen, -EINVAL, "%s: not a raidimg scrub checkpoint (or a damaged one); remove "
+				"it to start afresh", path);
+	if (cp->begin > cp->end || cp->next < cp->begin || cp->next > cp->end)
+		return fmt_fail(err, errlen, -EINVAL, "%s: checkpoint position %" PRIu64 " is outside its range %"
+				PRIu64 "-%" PRIu64, path, cp->next, cp->begin, cp->end);
+	return 0;
+}
+
 static int checkpoint_load(struct scrub *s, char *err, size_t errlen)
 {
 	const char *path = s->o.checkpoint_path;
-	char line[512], id[512], want_id[512] = "", mode[16] = "";
-	uint64_t b = 0, e = 0, next = 0, c[6] = { 0 };
-	bool have_range = false, have_next = false, magic = false, have_counts = false;
-	char *text, *save = NULL;
+	struct scrub_checkpoint cp;
+	char id[512], *text;
+	uint64_t units_max, *c = cp.counts, b, e, next;
 	size_t len;
 	int ret;
 
@@ -883,37 +932,21 @@ static int checkpoint_load(struct scrub *s, char *err, size_t errlen)
 		return 0;
 	if (ret)
 		return ret;
-	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		snprintf(line, sizeof(line), "%s", l);
-		if (!strcmp(line, CHECKPOINT_MAGIC))
-			magic = true;
-		else if (!strncmp(line, "array ", 6))
-			snprintf(want_id, sizeof(want_id), "%s", line + 6);
-		else if (sscanf(line, "mode %15s", mode) == 1)
-			;
-		else if (sscanf(line, "range %" SCNu64 " %" SCNu64, &b, &e) == 2)
-			have_range = true;
-		else if (sscanf(line, "next %" SCNu64, &next) == 1)
-			have_next = true;
-		else if (sscanf(line, "counts mismatches=%" SCNu64 " units=%" SCNu64 " writes=%" SCNu64
-				" bytes_written=%" SCNu64 " unchecked=%" SCNu64 " read_errors=%" SCNu64,
-				&c[0], &c[1], &c[2], &c[3], &c[4], &c[5]) == 6)
-			have_counts = true;
-	}
+	ret = scrub_checkpoint_parse(text, len, path, &cp, err, errlen);
 	free(text);
-	if (!magic || !have_range || !have_next || !have_counts || !want_id[0] || !mode[0]) {
-		fmt_err(err, errlen, "%s: not a raidimg scrub checkpoint (or a damaged one); remove it to start afresh",
-			path);
-		return -EINVAL;
-	}
+	if (ret)
+		return ret;
+	b = cp.begin;
+	e = cp.end;
+	next = cp.next;
 	identity(s->a, id, sizeof(id));
-	if (strcmp(id, want_id)) {
+	if (strcmp(id, cp.array_id)) {
 		fmt_err(err, errlen, "%s: checkpoint of another array (%s; this array: %s); remove it or give the "
-			"right members", path, want_id, id);
+			"right members", path, cp.array_id, id);
 		return -EINVAL;
 	}
-	if (strcmp(mode, scrub_mode_name(s->o.mode))) {
-		fmt_err(err, errlen, "%s: checkpoint of a %s, not a %s; remove it to start afresh", path, mode,
+	if (strcmp(cp.mode, scrub_mode_name(s->o.mode))) {
+		fmt_err(err, errlen, "%s: checkpoint of a %s, not a %s; remove it to start afresh", path, cp.mode,
 			scrub_mode_name(s->o.mode));
 		return -EINVAL;
 	}
@@ -923,8 +956,15 @@ static int checkpoint_load(struct scrub *s, char *err, size_t errlen)
 			s->o.stripe_end);
 		return -EINVAL;
 	}
-	if (next < b || next > e) {
-		fmt_err(err, errlen, "%s: checkpoint position %" PRIu64 " is outside its range", path, next);
+	/* no count can exceed what the stripes done can hold: every 4 KiB unit
+	 * of every member of every stripe at most once */
+	units_max = (next - b) * (uint64_t)s->n * (s->cb / SCRUB_UNIT + 1);
+	if (c[0] > c[1] || c[1] > units_max || c[2] > units_max || c[3] > units_max * SCRUB_UNIT ||
+	    c[4] > next - b || c[5] > units_max) {
+		fmt_err(err, errlen, "%s: the checkpoint's counts (mismatches=%" PRIu64 " units=%" PRIu64 " writes=%"
+			PRIu64 " bytes_written=%" PRIu64 " unchecked=%" PRIu64 " read_errors=%" PRIu64 ") do not fit "
+			"the %" PRIu64 " stripes it covers; remove it to start afresh", path, c[0], c[1], c[2], c[3],
+			c[4], c[5], next - b);
 		return -EINVAL;
 	}
 	atomic_store(&s->next_stripe, next);

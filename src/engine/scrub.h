@@ -34,6 +34,7 @@
 
 #include "array.h"
 #include "fg_gauge.h"
+#include "util.h"
 
 enum scrub_mode {
 	SCRUB_CHECK = 0,     /* report mismatches, write nothing */
@@ -146,7 +147,7 @@ struct scrub_progress {
 	uint64_t member_requests, member_request_bytes;
 	uint64_t throttle_ns, fg_backoffs;
 	int error;                   /* -errno when FAILED */
-	char message[256];           /* what went wrong, when FAILED */
+	char message[ERR_MAX];           /* what went wrong, when FAILED */
 };
 
 struct scrub;
@@ -170,6 +171,21 @@ void scrub_pause(struct scrub *s, bool pause);
 void scrub_set_limits(struct scrub *s, uint64_t speed_min, uint64_t speed_max);
 void scrub_get_progress(struct scrub *s, struct scrub_progress *p);
 void scrub_free(struct scrub *s);            /* NULL is fine; joins a started thread */
+
+/* A checkpoint file's text (len bytes, modified in place), checked on its
+ * own: the magic line, the checksum line that ends it (XXH64 of the rest:
+ * an edited checkpoint is refused), every field present, no negative
+ * number, the position inside the range.  path names it in messages.
+ * Whether it belongs to an array is the scrub's to check.  0 or -EINVAL
+ * with the message. */
+struct scrub_checkpoint {
+	char array_id[512];          /* the array's uuid and geometry as written */
+	char mode[16];               /* "check", "repair", "rebuild" */
+	uint64_t begin, end, next;   /* stripes */
+	uint64_t counts[6];          /* mismatches, units, writes, bytes_written, unchecked, read_errors */
+};
+int scrub_checkpoint_parse(char *text, size_t len, const char *path, struct scrub_checkpoint *cp, char *err,
+			   size_t errlen);
 
 const char *scrub_kind_name(enum scrub_kind k);     /* "P", "Q", "data", "P+Q", "degraded" */
 const char *scrub_mode_name(enum scrub_mode m);     /* "check", "repair", "rebuild" */

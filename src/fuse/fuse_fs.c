@@ -929,7 +929,7 @@ static void *ready_main(void *p)
 	struct ready_job *j = p;
 	struct fuse_fs *fs = j->fs;
 	struct stat st;
-	char msg[PATH_MAX + 128];
+	char msg[ERR_MAX];
 
 	j->ret = 0;
 	msg[0] = '\0';

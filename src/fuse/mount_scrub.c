@@ -313,7 +313,7 @@ static int start_run(struct mount_scrub *ms, enum scrub_mode mode)
 {
 	struct scrub_opts o;
 	struct scrub *s = NULL;
-	char err[256] = "";
+	char err[ERR_MAX] = "";
 	int ret = 0;
 
 	pthread_mutex_lock(&ms->lock);
@@ -629,7 +629,10 @@ static void put_log(FILE *f, struct mount_scrub *ms)
 	int err = atomic_load(&ms->log_error);
 
 	fputs(",\"log\":", f);
-	json_str_or_null(f, ms->log_path);
+	if (ms->log_path)
+		json_path(f, ms->log_path, "log");
+	else
+		fputs("null", f);
 	fprintf(f, ",\"log_records\":%" PRIu64 ",\"log_error\":", atomic_load(&ms->log_records));
 	json_str_or_null(f, err ? strerror(-err) : NULL);
 }
@@ -699,7 +702,7 @@ static int open_log(struct mount_scrub *ms, const char *path, char *err, size_t 
 {
 	struct outfile_opts oo = { .append = true };
 	struct outfile of;
-	char e[PATH_MAX + 256];
+	char e[ERR_MAX];
 	int ret;
 
 	ret = outfile_open(&of, path, &oo, e, sizeof(e));

@@ -443,7 +443,7 @@ int side_file_read(const char *path, const char *what, size_t max, bool protect,
 		goto out;
 	}
 	if (protect) {
-		char desc[PATH_MAX + 64];
+		char desc[ERR_MAX];
 
 		snprintf(desc, sizeof(desc), "the %s %s", what, path);
 		ret = evidence_protect(fd, desc);

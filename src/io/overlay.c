@@ -533,15 +533,21 @@ static int open_file(struct overlay *ov, const struct overlay_open_opts *o, bool
 			if (ret)
 				return ret;
 		}
+		int create_errno = 0;
+
 		if (o->writable && o->create) {
 			ov->fd = open(ov->path, flags | O_CREAT | O_EXCL, 0644);
 			*created = ov->fd >= 0;
+			if (ov->fd < 0 && errno != EEXIST)
+				create_errno = errno;
 		}
 		if (ov->fd < 0)
 			ov->fd = open(ov->path, flags);
 		if (ov->fd < 0) {
-			int e = errno;
-			fmt_err(err, errlen, "%s: cannot open the overlay%s: %s", ov->path,
+			/* the file not being there says less than why it could not be made */
+			int e = errno == ENOENT && create_errno ? create_errno : errno;
+
+			fmt_err(err, errlen, "%s: cannot %s the overlay%s: %s", ov->path, e == create_errno ? "create" : "open",
 				o->writable ? " for writing" : "", strerror(e));
 			return -e;
 		}

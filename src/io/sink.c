@@ -44,7 +44,7 @@ enum sink_kind sink_kind_used(const struct sink *s)
 static int open_path(struct sink *s)
 {
 	struct outfile_opts oo = { .replace = s->o.overwrite, .exists_hint = "give --overwrite to replace it" };
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 
 	if (outfile_open(&s->out, s->o.path, &oo, err, sizeof(err))) {
 		msg("%s", err);
@@ -155,7 +155,7 @@ int sink_write(struct sink *s, const uint8_t *buf, size_t len)
 
 int sink_finish(struct sink *s)
 {
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 	int ret = 0;
 
 	if (s->kind == SINK_ZSTD)

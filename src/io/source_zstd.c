@@ -532,7 +532,7 @@ int source_open_zstd(const char *path, int flags, struct source **out, char *err
 {
 	struct zstd_priv *p = NULL;
 	struct source *s = NULL;
-	char why[512] = "";
+	char why[ERR_MAX] = "";
 	struct stat st;
 	int ret;
 

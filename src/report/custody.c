@@ -45,7 +45,7 @@ int custody_begin(struct custody_run *cr, const struct custody_opts *o, const ch
 int custody_array(struct custody_run *cr, const struct array *a, const struct assemble_opts *ao,
 		  const char *const *paths, int npaths, int nslots)
 {
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 	int ret;
 
 	/* the members are open: a record that would land on one is refused
@@ -163,7 +163,7 @@ void custody_print_hashes_json(FILE *f, const struct custody_run *cr, uint64_t l
 		else
 			fputs("null", f);
 		fputs(",\"path\":", f);
-		json_str(f, h->path);
+		json_path(f, h->path, "path");
 		fputs(",\"sha256\":", f);
 		if (h->ret)
 			fputs("null", f);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "array.h"
+#include "util.h"
 
 #define SHA256_HEX 65           /* 64 hex digits and a NUL */
 
@@ -33,7 +34,7 @@ struct member_hash {
 	uint64_t bytes;         /* of the file */
 	char sha256[SHA256_HEX];
 	int ret;                /* 0, or -errno with err set */
-	char err[256];
+	char err[ERR_MAX];
 };
 
 struct member_hashes {

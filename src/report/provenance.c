@@ -210,7 +210,7 @@ int provenance_open(struct provenance **out, const char *path, const struct arra
 {
 	struct provenance *p = calloc(1, sizeof(*p));
 	struct outfile_opts oo = { .replace = true };
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 
 	if (!p)
 		goto oom;
@@ -247,7 +247,7 @@ int provenance_open(struct provenance **out, const char *path, const struct arra
 
 		fprintf(p->f, "%s{\"role\":%d,\"path\":", r ? "," : "", r);
 		if (mp)
-			json_str(p->f, mp);
+			json_path(p->f, mp, "path");
 		else
 			fputs("null", p->f);
 		fprintf(p->f, ",\"state\":\"%s\"}", member_state_name(a->members[r].state));
@@ -264,17 +264,24 @@ oom:
 
 int provenance_close(struct provenance *p, bool commit)
 {
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 	int ret = 0;
 
 	if (!p)
 		return 0;
 	if (p->f) {
+		int e = 0;
+
 		if (commit)
 			pend_write(p);
-		if (ferror(p->f) | fclose(p->f)) {
-			ret = -EIO;
-			msg("%s: cannot write the provenance map (removed)", p->path);
+		errno = 0;
+		if (fflush(p->f) || ferror(p->f))
+			e = errno ? errno : EIO;
+		if (fclose(p->f) && !e)
+			e = errno;
+		if (e) {
+			ret = -e;
+			msg("%s: cannot write the provenance map: %s (removed)", p->path, strerror(e));
 		}
 	}
 	if (commit && !ret) {

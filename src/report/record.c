@@ -63,9 +63,68 @@ static void jadd(json_object *o, const char *key, json_object *v)
 	json_object_object_add(o, key, v);
 }
 
+/* A JSON string of s, valid whatever the bytes: json-c copies bytes that
+ * are not UTF-8 as they are (invalid JSON), so they become U+FFFD. */
 static json_object *jstr(const char *s)
 {
-	return s ? json_object_new_string(s) : NULL;
+	json_object *o;
+	char *clean, *q;
+
+	if (!s)
+		return NULL;
+	if (utf8_valid(s))
+		return json_object_new_string(s);
+	q = clean = malloc(3 * strlen(s) + 1);
+	if (!clean)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_seq_len(p);
+
+		if (n) {
+			memcpy(q, p, n);
+			q += n;
+			p += n;
+		} else {
+			memcpy(q, "\xef\xbf\xbd", 3);     /* U+FFFD */
+			q += 3;
+			p++;
+		}
+	}
+	*q = '\0';
+	o = json_object_new_string(clean);
+	free(clean);
+	return o;
+}
+
+/* The hex of path's bytes, a JSON string (owned by the caller), or NULL
+ * when the path is UTF-8 (its "path" says it all). */
+static json_object *jhex(const char *path)
+{
+	json_object *o;
+	char *hex;
+
+	if (!path || utf8_valid(path))
+		return NULL;
+	hex = malloc(2 * strlen(path) + 1);
+	if (!hex)
+		return NULL;
+	hex_encode(path, strlen(path), hex);
+	o = json_object_new_string(hex);
+	free(hex);
+	return o;
+}
+
+/* key: path, and when it is not UTF-8 KEY_hex: its exact bytes. */
+static void jpath(json_object *o, const char *key, const char *path)
+{
+	json_object *hex = jhex(path);
+	char k[64];
+
+	jadd(o, key, jstr(path));
+	if (hex) {
+		snprintf(k, sizeof(k), "%s_hex", key);
+		jadd(o, k, hex);
+	}
 }
 
 int record_new(struct custody_record **out, const char *command, int argc, char **argv)
@@ -124,13 +183,24 @@ static json_object *assembly_json(const struct assemble_opts *ao, const char *co
 {
 	json_object *o = json_object_new_object(), *ps = json_object_new_array();
 
+	json_object *hs = json_object_new_array();
+	bool any_hex = false;
+
 	for (int i = 0; i < npaths; i++) {
 		char *p = abs_path(paths[i]);
+		json_object *h = jhex(p ? p : paths[i]);
 
 		json_object_array_add(ps, jstr(p ? p : paths[i]));
+		json_object_array_add(hs, h);
+		any_hex = any_hex || h;
 		free(p);
 	}
 	jadd(o, "paths", ps);
+	/* the exact bytes of paths that are not UTF-8, where they are */
+	if (any_hex)
+		jadd(o, "paths_hex", hs);
+	else
+		json_object_put(hs);
 	jadd(o, "force", json_object_new_boolean(ao->g.force));
 	jadd(o, "manual", json_object_new_boolean(ao->g.manual));
 	if (ao->g.manual) {
@@ -186,7 +256,7 @@ void record_add_array(struct custody_record *r, const struct array *a, const str
 
 		jadd(o, "role", json_object_new_int(i));
 		jadd(o, "state", jstr(member_state_name(m->state)));
-		jadd(o, "path", jstr(p));
+		jpath(o, "path", p);
 		jadd(o, "kind", jstr(m->src ? m->src->ops->kind : NULL));
 		jadd(o, "data_offset", json_object_new_int64((int64_t)m->data_offset));
 		jadd(o, "image_bytes", json_object_new_int64((int64_t)m->image_bytes));
@@ -201,7 +271,7 @@ void record_add_array(struct custody_record *r, const struct array *a, const str
 
 		jadd(o, "role", NULL);
 		jadd(o, "state", jstr("not in the array"));
-		jadd(o, "path", jstr(p ? p : a->extra[i].path));
+		jpath(o, "path", p ? p : a->extra[i].path);
 		jadd(o, "note", jstr(a->extra[i].note));
 		json_object_array_add(r->members, o);
 		free(p);
@@ -215,10 +285,19 @@ void record_add_hashes(struct custody_record *r, const struct member_hashes *mh)
 
 	for (int i = 0; i < mh->n; i++) {
 		for (size_t j = 0; j < n; j++) {
-			json_object *o = json_object_array_get_idx(r->members, j), *p;
+			json_object *o = json_object_array_get_idx(r->members, j), *p, *h, *want = jhex(mh->h[i].path);
+			bool same;
 
-			if (!json_object_object_get_ex(o, "path", &p) || !json_object_is_type(p, json_type_string) ||
-			    strcmp(json_object_get_string(p), mh->h[i].path))
+			/* the exact bytes when the path is not UTF-8, else the path */
+			if (want)
+				same = json_object_object_get_ex(o, "path_hex", &h) &&
+				       !strcmp(json_object_get_string(h), json_object_get_string(want));
+			else
+				same = json_object_object_get_ex(o, "path", &p) && json_object_is_type(p, json_type_string) &&
+				       !json_object_object_get_ex(o, "path_hex", &h) &&
+				       !strcmp(json_object_get_string(p), mh->h[i].path);
+			json_object_put(want);
+			if (!same)
 				continue;
 			if (mh->h[i].ret)
 				jadd(o, "hash_error", jstr(mh->h[i].err));
@@ -245,7 +324,7 @@ void record_add_output(struct custody_record *r, const char *path, const char *f
 	json_object *o = json_object_new_object();
 	char *p = path ? abs_path(path) : NULL;
 
-	jadd(o, "path", jstr(p));
+	jpath(o, "path", p);
 	jadd(o, "format", jstr(format));
 	if (sha256 && *sha256)
 		jadd(o, "sha256", jstr(sha256));
@@ -258,7 +337,7 @@ int record_finish(struct custody_record *r, const char *path, int exit_status)
 	json_object *res = json_object_new_object();
 	struct outfile_opts oo = { .replace = true };
 	struct outfile out;
-	char now[32], err[PATH_MAX + 256];
+	char now[32], err[ERR_MAX];
 	int ret;
 
 	iso_time(now, sizeof(now));

@@ -52,11 +52,54 @@ static json_object *jget(struct jctx *c, json_object *o, const char *key, json_t
 	return v;
 }
 
-static int64_t jint(struct jctx *c, json_object *o, const char *key, bool required)
+/* An integer field in [min, max] (json-c saturates what does not fit in
+ * 64 bits: that is out of range too). */
+static int64_t jint(struct jctx *c, json_object *o, const char *key, bool required, int64_t min, int64_t max)
 {
 	json_object *v = jget(c, o, key, json_type_int, required);
+	int64_t x;
 
-	return v ? json_object_get_int64(v) : 0;
+	if (!v)
+		return 0;
+	x = json_object_get_int64(v);
+	if (x < min || x > max || x == INT64_MAX || x == INT64_MIN) {
+		fmt_err(c->err, c->errlen, "%s: \"%s\" is %s, out of range (%" PRId64 "..%" PRId64 ")", c->file, key,
+			json_object_get_string(v), min, max);
+		c->bad = true;
+		return 0;
+	}
+	return x;
+}
+
+#define U63 (INT64_MAX - 1)     /* sizes and offsets: what an off_t holds */
+
+/* A path as recorded: the exact bytes of KEY_hex (o's, or entry i of
+ * the array hexs) when the record has them (paths that are not UTF-8),
+ * else the string str.  malloc'ed, NULL (with c->bad set) when broken. */
+static char *recorded_path(struct jctx *c, const char *str, json_object *hex)
+{
+	size_t n = hex && json_object_is_type(hex, json_type_string) ? strlen(json_object_get_string(hex)) : 0;
+	char *out;
+
+	if (!n)
+		return strdup(str);
+	out = malloc(n / 2 + 1);
+	if (out && hex_decode(json_object_get_string(hex), out, n / 2 + 1)) {
+		fmt_err(c->err, c->errlen, "%s: a \"_hex\" path is not hex", c->file);
+		c->bad = true;
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Is path among the first n of list? */
+static bool listed(char *const *list, int n, const char *path)
+{
+	for (int i = 0; i < n; i++)
+		if (list[i] && !strcmp(list[i], path))
+			return true;
+	return false;
 }
 
 static void jcopy(struct jctx *c, json_object *o, const char *key, char *dst, size_t len)
@@ -76,31 +119,51 @@ static void load_assembly(struct jctx *c, json_object *as, struct replay_spec *r
 	rs->ao.open_flags = SOURCE_READ;
 	rs->ao.g.force = f && json_object_get_boolean(f);
 	rs->ao.g.manual = m && json_object_get_boolean(m);
+	if (ps && json_object_array_length(ps) > 2 * LAYOUT_MAX_DISKS) {
+		fmt_err(c->err, c->errlen, "%s: \"paths\" lists %zu images (at most %d)", c->file,
+			json_object_array_length(ps), 2 * LAYOUT_MAX_DISKS);
+		c->bad = true;
+		return;
+	}
 	if (ps) {
+		json_object *hs = jget(c, as, "paths_hex", json_type_array, false);
+
 		rs->npaths = (int)json_object_array_length(ps);
 		rs->paths = calloc((size_t)rs->npaths + 1, sizeof(*rs->paths));
 		for (int i = 0; rs->paths && i < rs->npaths; i++) {
 			json_object *p = json_object_array_get_idx(ps, (size_t)i);
-			rs->paths[i] = strdup(json_object_is_type(p, json_type_string) ? json_object_get_string(p) : "");
+			const char *str = json_object_is_type(p, json_type_string) ? json_object_get_string(p) : "";
+			char *path = recorded_path(c, str, hs ? json_object_array_get_idx(hs, (size_t)i) : NULL);
+
+			if (!path)
+				return;
+			if (listed(rs->paths, i, path)) {
+				fmt_err(c->err, c->errlen, "%s: \"paths\" names %s twice", c->file, str);
+				c->bad = true;
+				free(path);
+				return;
+			}
+			rs->paths[i] = path;
 		}
 	}
 	if (rs->ao.g.manual) {
 		json_object *ord = jget(c, as, "order", json_type_array, true);
 
-		rs->ao.g.geom.level = (int)jint(c, as, "level", true);
-		rs->ao.g.geom.layout = (int)jint(c, as, "layout", true);
-		rs->ao.g.geom.chunk_bytes = (uint32_t)jint(c, as, "chunk_bytes", true);
-		rs->ao.g.data_offset = (uint64_t)jint(c, as, "data_offset", false);
-		rs->ao.g.member_bytes = (uint64_t)jint(c, as, "member_bytes", false);
+		rs->ao.g.geom.level = (int)jint(c, as, "level", true, 4, 6);
+		rs->ao.g.geom.layout = (int)jint(c, as, "layout", true, 0, 255);
+		rs->ao.g.geom.chunk_bytes = (uint32_t)jint(c, as, "chunk_bytes", true, 512, 1 << 30);
+		rs->ao.g.data_offset = (uint64_t)jint(c, as, "data_offset", false, 0, U63);
+		rs->ao.g.member_bytes = (uint64_t)jint(c, as, "member_bytes", false, 0, U63);
 		for (size_t i = 0; ord && i < json_object_array_length(ord) && i < LAYOUT_MAX_DISKS; i++) {
-			int v = json_object_get_int(json_object_array_get_idx(ord, i));
+			int64_t v = json_object_get_int64(json_object_array_get_idx(ord, i));
 
 			if (v < -1 || v >= rs->npaths) {
-				fmt_err(c->err, c->errlen, "%s: \"order\" names image %d of %d", c->file, v, rs->npaths);
+				fmt_err(c->err, c->errlen, "%s: \"order\" names image %" PRId64 " of %d", c->file, v,
+					rs->npaths);
 				c->bad = true;
 				return;
 			}
-			rs->ao.g.order[rs->ao.g.norder++] = v;
+			rs->ao.g.order[rs->ao.g.norder++] = (int)v;
 		}
 		rs->ao.g.geom.raid_disks = rs->ao.g.norder;
 	}
@@ -110,6 +173,12 @@ static void load_members(struct jctx *c, json_object *ms, struct replay_spec *rs
 {
 	size_t n = ms ? json_object_array_length(ms) : 0;
 
+	if (n > 2 * LAYOUT_MAX_DISKS) {
+		fmt_err(c->err, c->errlen, "%s: \"members\" lists %zu images (at most %d)", c->file, n,
+			2 * LAYOUT_MAX_DISKS);
+		c->bad = true;
+		return;
+	}
 	rs->members = calloc(n + 1, sizeof(*rs->members));
 	if (!rs->members)
 		return;
@@ -117,13 +186,27 @@ static void load_members(struct jctx *c, json_object *ms, struct replay_spec *rs
 		json_object *o = json_object_array_get_idx(ms, i);
 		json_object *role = jget(c, o, "role", json_type_int, false);
 		json_object *path = jget(c, o, "path", json_type_string, false);
+		json_object *hex = jget(c, o, "path_hex", json_type_string, false);
 		struct replay_member *m = &rs->members[rs->nmembers];
+		char *p;
 
 		if (!path)
 			continue;           /* a missing member: no image */
+		p = recorded_path(c, json_object_get_string(path), hex);
+		if (!p)
+			return;
+		for (int j = 0; j < rs->nmembers; j++) {
+			if (!strcmp(rs->members[j].path, p)) {
+				free(p);
+				fmt_err(c->err, c->errlen, "%s: \"members\" names %s twice", c->file,
+					json_object_get_string(path));
+				c->bad = true;
+				return;
+			}
+		}
 		jcopy(c, o, "sha256", m->sha256, sizeof(m->sha256));
-		m->role = role ? json_object_get_int(role) : -1;
-		m->path = strdup(json_object_get_string(path));
+		m->role = role ? (int)jint(c, o, "role", false, -1, LAYOUT_MAX_DISKS - 1) : -1;
+		m->path = p;
 		rs->nmembers++;
 	}
 }
@@ -168,21 +251,21 @@ int replay_load(const char *path, struct replay_spec *rs, char *err, size_t errl
 	}
 	load_assembly(&c, jget(&c, root, "assembly", json_type_object, true), rs);
 	arr = jget(&c, root, "array", json_type_object, true);
-	rs->level = (int)jint(&c, arr, "level", true);
-	rs->layout = (int)jint(&c, arr, "layout", true);
-	rs->raid_disks = (int)jint(&c, arr, "raid_disks", true);
-	rs->chunk_bytes = (uint32_t)jint(&c, arr, "chunk_bytes", true);
-	rs->array_bytes = (uint64_t)jint(&c, arr, "array_bytes", true);
+	rs->level = (int)jint(&c, arr, "level", true, 4, 6);
+	rs->layout = (int)jint(&c, arr, "layout", true, 0, 255);
+	rs->raid_disks = (int)jint(&c, arr, "raid_disks", true, 1, LAYOUT_MAX_DISKS);
+	rs->chunk_bytes = (uint32_t)jint(&c, arr, "chunk_bytes", true, 512, 1 << 30);
+	rs->array_bytes = (uint64_t)jint(&c, arr, "array_bytes", true, 0, U63);
 	load_members(&c, jget(&c, root, "members", json_type_array, true), rs);
 	range = jget(&c, root, "range", json_type_object, false);
-	rs->offset = range ? (uint64_t)jint(&c, range, "offset", true) : 0;
-	rs->length = range ? (uint64_t)jint(&c, range, "length", true) : rs->array_bytes;
+	rs->offset = range ? (uint64_t)jint(&c, range, "offset", true, 0, U63) : 0;
+	rs->length = range ? (uint64_t)jint(&c, range, "length", true, 0, U63) : rs->array_bytes;
 	jcopy(&c, root, "array_sha256", rs->array_sha256, sizeof(rs->array_sha256));
 	out = jget(&c, root, "output", json_type_object, false);
 	jcopy(&c, out, "format", rs->output_format, sizeof(rs->output_format));
 	opts = jget(&c, root, "options", json_type_object, false);
-	rs->zstd_level = (int)jint(&c, opts, "zstd_level", false);
-	rs->zstd_frame_bytes = (uint32_t)jint(&c, opts, "frame_bytes", false);
+	rs->zstd_level = (int)jint(&c, opts, "zstd_level", false, -131072, 22);
+	rs->zstd_frame_bytes = (uint32_t)jint(&c, opts, "frame_bytes", false, 0, 1 << 30);
 	json_object_put(root);
 	if (!c.bad && (!rs->paths || !rs->members || !rs->command)) {
 		fmt_err(err, errlen, "%s: out of memory", path);

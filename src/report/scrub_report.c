@@ -30,7 +30,10 @@ void scrub_report_mismatch_json(FILE *f, const struct scrub_mismatch *m)
 		scrub_kind_name(m->kind));
 	json_role(f, "role", m->role);
 	fputs(",\"image\":", f);
-	json_str_or_null(f, m->path);
+	if (m->path && *m->path)
+		json_path(f, m->path, "image");
+	else
+		fputs("null", f);
 	json_u64_or_null(f, "image_offset", m->image_off, m->role >= 0);
 	fprintf(f, ",\"member_offset\":%" PRIu64 ",\"chunk_offset\":%" PRIu32 ",\"length\":%" PRIu32,
 		m->member_off, m->chunk_off, m->len);
@@ -45,7 +48,7 @@ void scrub_report_mismatch_json(FILE *f, const struct scrub_mismatch *m)
 void scrub_report_write_json(FILE *f, const struct scrub_write *w)
 {
 	fprintf(f, "{\"type\":\"write\",\"stripe\":%" PRIu64 ",\"role\":%d,\"image\":", w->stripe, w->role);
-	json_str(f, w->path ? w->path : "");
+	json_path(f, w->path ? w->path : "", "image");
 	fprintf(f, ",\"image_offset\":%" PRIu64 ",\"length\":%" PRIu64 "}\n", w->image_off, w->len);
 }
 

@@ -22,7 +22,7 @@ static void status_put_overlay(FILE *f, const struct overlay *ov)
 	if (st.last_write_ns > modified)
 		modified = st.last_write_ns;
 	fputs("\"overlay\":{\"path\":", f);
-	json_str(f, overlay_path(ov));
+	json_path(f, overlay_path(ov), "path");
 	fprintf(f, ",\"granule_bytes\":%" PRIu32 ",\"granules\":%" PRIu64 ",\"granules_written\":%" PRIu64
 		",\"bytes_written\":%" PRIu64 ",\"write_requests\":%" PRIu64 ",\"write_request_bytes\":%" PRIu64
 		",\"write_errors\":%" PRIu64 ",\"granules_copied\":%" PRIu64 ",\"syncs\":%" PRIu64
@@ -78,7 +78,7 @@ static void put_member(FILE *f, const struct array_member *m)
 	fprintf(f, "{\"role\":%d,\"state\":\"%s\",\"in_use\":%s,\"failing\":%s,\"path\":", m->role,
 		member_state_name(m->state), member_usable(m) ? "true" : "false", errors ? "true" : "false");
 	if (m->path)
-		json_str(f, m->path);
+		json_path(f, m->path, "path");
 	else
 		fputs("null", f);
 	fprintf(f, ",\"data_offset_bytes\":%" PRIu64, m->data_offset);
@@ -110,10 +110,10 @@ static void put_mount(FILE *f, const struct status_mount *m)
 	uint64_t up = now_ns() - m->started_ns;
 
 	fputs("\"mount\":{\"mountpoint\":", f);
-	json_str(f, m->mountpoint);
+	json_path(f, m->mountpoint, "mountpoint");
 	fputs(",\"image\":", f);
 	if (m->image_name)
-		json_str(f, m->image_name);
+		json_path(f, m->image_name, "image");
 	else
 		fputs("null", f);
 	fprintf(f, ",\"pid\":%ld,\"uptime_seconds\":%.3f,\"max_threads\":%u,\"read_only\":%s"

@@ -21,6 +21,7 @@
 #include "parity.h"
 #include "scrub.h"
 #include "util.h"
+#include "xxh64.h"
 
 #define MAXN 8
 #define MAXMM 32
@@ -590,6 +591,70 @@ START_TEST(test_speed_max_and_set_limits)
 }
 END_TEST
 
+/* A checkpoint whose checksum is right but whose counts cannot be (more
+ * mismatches than the stripes it covers hold) is refused, saying so; the
+ * same one with counts that fit is taken. */
+static void write_checkpoint(const char *path, const char *body)
+{
+	char text[1024];
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(text, sizeof(text), "%s", body);
+	fprintf(f, "%ssum %016llx\n", text, (unsigned long long)xxh64(text, strlen(text), 0));
+	fclose(f);
+}
+
+START_TEST(test_checkpoint_counts_checked)
+{
+	struct fixture f;
+	struct seen seen;
+	struct array *a;
+	struct scrub_opts o;
+	struct scrub *s = NULL;
+	char cp[128], err[ERR_MAX], body[1024], *first = NULL;
+	size_t cap = 0;
+	FILE *in;
+
+	fx_make(&f, 5, 2, 4, 16384, 64);
+	a = fx_open(&f, SOURCE_READ, -1);
+	snprintf(cp, sizeof(cp), "%s/out.img", f.dir);      /* fx_free removes it */
+	/* a checkpoint raidimg writes: stop a slow scrub after its first batch */
+	o = opts_for(SCRUB_CHECK, &seen);
+	o.request_bytes = 16384;
+	o.speed_max = 32768;
+	o.checkpoint_path = cp;
+	ck_assert_int_eq(scrub_create(a, &o, &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(scrub_start(s), 0);
+	sleep_ms(200);
+	scrub_stop(s);
+	ck_assert(scrub_wait(s, 30ull * 1000000000ull));
+	scrub_free(s);
+	/* its identity line, then counts no 8 stripes can hold */
+	in = fopen(cp, "r");
+	ck_assert_ptr_nonnull(in);
+	ck_assert_int_gt(getline(&first, &cap, in), 0);     /* the magic */
+	ck_assert_int_gt(getline(&first, &cap, in), 0);     /* array ... */
+	fclose(in);
+	snprintf(body, sizeof(body), "raidimg-scrub-checkpoint 1\n%smode check\nrange 0 64\nnext 8\n"
+		 "counts mismatches=5 units=1000000 writes=0 bytes_written=0 unchecked=0 read_errors=0\n", first);
+	write_checkpoint(cp, body);
+	o = opts_for(SCRUB_CHECK, &seen);
+	o.checkpoint_path = cp;
+	o.resume = true;
+	ck_assert_int_eq(scrub_create(a, &o, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "do not fit the 8 stripes it covers"), "%s", err);
+	snprintf(body, sizeof(body), "raidimg-scrub-checkpoint 1\n%smode check\nrange 0 64\nnext 8\n"
+		 "counts mismatches=1 units=2 writes=0 bytes_written=0 unchecked=0 read_errors=0\n", first);
+	write_checkpoint(cp, body);
+	ck_assert_int_eq(scrub_create(a, &o, &s, err, sizeof(err)), 0);
+	scrub_free(s);
+	free(first);
+	array_free(a);
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_pause_and_stop)
 {
 	struct fixture f;
@@ -644,6 +709,7 @@ static Suite *scrub_suite(void)
 	tcase_add_test(tc, test_never_below_min);
 	tcase_add_test(tc, test_speed_max_and_set_limits);
 	tcase_add_test(tc, test_pause_and_stop);
+	tcase_add_test(tc, test_checkpoint_counts_checked);
 	suite_add_tcase(s, tc);
 	return s;
 }
