@@ -110,6 +110,49 @@ out:
 	return ret;
 }
 
+static void hex_of(const unsigned char *md, unsigned n, char *out)
+{
+	for (unsigned i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+int custody_hash_media(struct source *src, char md5[33], char sha1[41], char *err, size_t errlen)
+{
+	EVP_MD_CTX *c5 = EVP_MD_CTX_new(), *c1 = EVP_MD_CTX_new();
+	uint8_t *buf = malloc(HASH_READ);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	int ret = -ENOMEM;
+
+	if (!c5 || !c1 || !buf || !EVP_DigestInit_ex(c5, EVP_md5(), NULL) || !EVP_DigestInit_ex(c1, EVP_sha1(), NULL)) {
+		fmt_err(err, errlen, "%s: out of memory", src->path);
+		goto out;
+	}
+	for (uint64_t off = 0; off < src->size;) {
+		size_t len = src->size - off < HASH_READ ? (size_t)(src->size - off) : HASH_READ;
+
+		ret = source_pread(src, buf, len, off);
+		if (ret) {
+			fmt_err(err, errlen, "%s: media bytes %" PRIu64 "-%" PRIu64 " cannot be read (%s): the stored "
+				"hashes cannot be checked", src->path, off, off + len - 1, strerror(-ret));
+			goto out;
+		}
+		EVP_DigestUpdate(c5, buf, len);
+		EVP_DigestUpdate(c1, buf, len);
+		off += len;
+	}
+	EVP_DigestFinal_ex(c5, md, &n);
+	hex_of(md, n < 16 ? n : 16, md5);
+	EVP_DigestFinal_ex(c1, md, &n);
+	hex_of(md, n < 20 ? n : 20, sha1);
+	ret = 0;
+out:
+	EVP_MD_CTX_free(c5);
+	EVP_MD_CTX_free(c1);
+	free(buf);
+	return ret;
+}
+
 /* ------------------------------------------------------------------ */
 /* member hashes                                                        */
 /* ------------------------------------------------------------------ */

@@ -24,6 +24,12 @@ void sha256_free(struct sha256 *h);           /* NULL is fine */
  * 0 or -errno with a message naming the file in err (if not NULL). */
 int custody_hash_file(const char *path, char hex[SHA256_HEX], uint64_t *bytes, char *err, size_t errlen);
 
+/* The MD5 and SHA1 of an image's media bytes as its source reads them
+ * (an EWF image: what the imager hashed), to compare with the hashes the
+ * EWF file stores.  0, or -errno with a message naming the image in err
+ * (a chunk that cannot be read: the file is damaged). */
+int custody_hash_media(struct source *src, char md5[33], char sha1[41], char *err, size_t errlen);
+
 /* ---- member hashes ---- */
 
 struct member_hash {
