@@ -202,9 +202,8 @@ static int open_pieces(struct split_priv *p, const char *dir, char *err, size_t 
 
 		if (!path)
 			return fmt_fail(err, errlen, -ENOMEM, "out of memory");
-		sprintf(path, "%s/%s", dir, pc->name);
-		p->paths[i] = abs_path(path);
-		free(path);
+		sprintf(path, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", pc->name);
+		p->paths[i] = path;
 		if (!p->paths[i])
 			return fmt_fail(err, errlen, -ENOMEM, "out of memory");
 		p->fds[i] = open(p->paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -222,9 +221,10 @@ static int open_pieces(struct split_priv *p, const char *dir, char *err, size_t 
 	return 0;
 }
 
-int source_open_split(const char *path, int flags, struct source **out, char *err, size_t errlen)
+int source_open_split(const char *given, int flags, struct source **out, char *err, size_t errlen)
 {
-	const char *slash = strrchr(path, '/');
+	char *path = abs_path(given);       /* the pieces get absolute names */
+	const char *slash = path ? strrchr(path, '/') : NULL;
 	const char *base = slash ? slash + 1 : path;
 	const char *dot = strrchr(base, '.');
 	struct split_priv *p = NULL;
@@ -234,9 +234,13 @@ int source_open_split(const char *path, int flags, struct source **out, char *er
 	size_t n = 0;
 	int ret;
 
-	if (flags & SOURCE_WRITE)
+	if (!path)
+		return fmt_fail(err, errlen, -ENOMEM, "%s: out of memory", given);
+	if (flags & SOURCE_WRITE) {
+		free(path);
 		return fmt_fail(err, errlen, -EROFS, "%s: a split image (numbered pieces) cannot be written; join "
-				"the pieces first (cat)", path);
+				"the pieces first (cat)", given);
+	}
 	dir = slash ? (slash == path ? strdup("/") : strndup(path, (size_t)(slash - path))) : strdup(".");
 	prefix = strndup(base, dot ? (size_t)(dot - base) + 1 : strlen(base));
 	p = calloc(1, sizeof(*p));
@@ -250,7 +254,7 @@ int source_open_split(const char *path, int flags, struct source **out, char *er
 		goto fail;
 	ret = split_raw_find(base, ents, n, &p->set, why, sizeof(why));
 	if (ret) {
-		fmt_err(err, errlen, "split image %s (in %s): %s", path, dir, why);
+		fmt_err(err, errlen, "split image %s (in %s): %s", given, dir, why);
 		goto fail;
 	}
 	p->fds = malloc(p->set.npieces * sizeof(*p->fds));
@@ -264,11 +268,8 @@ int source_open_split(const char *path, int flags, struct source **out, char *er
 	ret = open_pieces(p, dir, err, errlen);
 	if (ret)
 		goto fail;
-	s->path = abs_path(path);
-	if (!s->path) {
-		ret = fmt_fail(err, errlen, -ENOMEM, "%s: out of memory", path);
-		goto fail;
-	}
+	s->path = path;
+	path = NULL;
 	s->ops = &split_ops;
 	s->priv = p;
 	s->size = p->set.total_size;
@@ -280,6 +281,7 @@ int source_open_split(const char *path, int flags, struct source **out, char *er
 	free(prefix);
 	return 0;
 fail:
+	free(path);
 	priv_free(p);
 	free(s);
 	dirents_free(ents, n);
