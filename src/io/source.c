@@ -1,4 +1,5 @@
 /* source.c - open a member image as the right kind of source. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -59,33 +60,48 @@ static bool looks_ewf(const char *path)
 
 /* The first piece of a split image: a name ending in .000 or .001 (three
  * digits or more: .0/.1 and .00/.01 are too often names of whole images)
- * with the next piece beside it.  A lone NAME.001 is a plain image. */
+ * with a later piece of the same width beside it (the pieces are then
+ * checked by source_open_split: a gap is an error naming the piece).  A
+ * lone NAME.001 is a plain image. */
 static bool looks_split(const char *path)
 {
 	const char *base = strrchr(path, '/'), *dot;
-	size_t w = 0;
+	size_t w = 0, plen;
 	unsigned long num = 0;
-	char *next;
+	struct dirent *de;
 	struct stat st;
-	bool ret;
+	char *dir;
+	bool ret = false;
+	DIR *d;
 
 	base = base ? base + 1 : path;
 	dot = strrchr(base, '.');
 	if (!dot || dot == base)
 		return false;
-	for (const char *d = dot + 1; *d; d++, w++) {
-		if (*d < '0' || *d > '9' || w >= 6)
+	for (const char *p = dot + 1; *p; p++, w++) {
+		if (*p < '0' || *p > '9' || w >= 6)
 			return false;
-		num = num * 10 + (unsigned long)(*d - '0');
+		num = num * 10 + (unsigned long)(*p - '0');
 	}
 	if (w < 3 || num > 1 || stat(path, &st) || !S_ISREG(st.st_mode))
 		return false;
-	next = malloc(strlen(path) + 8);
-	if (!next)
-		return false;
-	sprintf(next, "%.*s%0*lu", (int)(dot + 1 - path), path, (int)w, num + 1);
-	ret = !stat(next, &st);
-	free(next);
+	plen = (size_t)(dot + 1 - base);
+	dir = base == path ? strdup(".") : base == path + 1 ? strdup("/") : strndup(path, (size_t)(base - path - 1));
+	d = dir ? opendir(dir) : NULL;
+	while (d && !ret && (de = readdir(d))) {
+		const char *n = de->d_name;
+		unsigned long v = 0;
+		size_t k = 0;
+
+		if (strncmp(n, base, plen))
+			continue;
+		for (n += plen; *n >= '0' && *n <= '9' && k < 7; n++, k++)
+			v = v * 10 + (unsigned long)(*n - '0');
+		ret = !*n && k >= w && v > num;
+	}
+	if (d)
+		closedir(d);
+	free(dir);
 	return ret;
 }
 
