@@ -60,7 +60,15 @@ void array_args_free(struct array_args *aa)
 
 void print_array_warnings(const struct array *a)
 {
-	const char *p = a->warnings;
+	const char *p = a->notes;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+		fprintf(stderr, "%s: %.*s\n", prog_name, len, p);
+		p += len + (nl ? 1 : 0);
+	}
+	p = a->warnings;
 
 	while (*p) {
 		const char *nl = strchr(p, '\n');

@@ -27,13 +27,20 @@ struct array_args {
 	{ "data-offset", required_argument, NULL, GEOM_OPT_DATA_OFFSET }, \
 	{ "member-size", required_argument, NULL, GEOM_OPT_MEMBER_SIZE }, \
 	{ "force", no_argument, NULL, GEOM_OPT_FORCE }, \
-	{ "reshape-position", required_argument, NULL, GEOM_OPT_RESHAPE_POS }
+	{ "reshape-position", required_argument, NULL, GEOM_OPT_RESHAPE_POS }, \
+	{ "map", required_argument, NULL, GEOM_OPT_MAP }, \
+	{ "no-maps", no_argument, NULL, GEOM_OPT_NO_MAPS }
 
 #define ARRAY_OPTIONS_HELP \
 "Array options (all commands that read an array):\n" \
 "  --force              use stale or faulty-marked members (said loudly)\n" \
 "  --reshape-position SIZE  an array caught mid-reshape: read it as if md had\n" \
 "                       recorded this position (array bytes, or sectors with s)\n" \
+"  --map IMAGE=MAPFILE  IMAGE was made by GNU ddrescue and MAPFILE is its\n" \
+"                       mapfile: bytes not rescued ('+') are rebuilt from parity\n" \
+"                       (IMAGE.map or STEM.map beside an image is taken by itself,\n" \
+"                       and said)\n" \
+"  --no-maps            take no mapfile but those given with --map\n" \
 "  Manual geometry, for images without md metadata (--level turns it on):\n" \
 "  --level 4|5|6        RAID level\n" \
 "  --layout NAME|NUM    md layout (default left-symmetric), e.g. la, ra, ls, rs,\n" \
@@ -77,5 +84,6 @@ int cmd_compress(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_map(int argc, char **argv);
 
 #endif

@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "custody.h"
 #include "probe.h"
+#include "source_ewf.h"
+#include "status.h"
 #include "util.h"
 
 static const char *meta_role_name(int role, char *buf, size_t len)
@@ -28,20 +30,119 @@ struct probed {
 	int ret;                 /* 0: metadata found; -ENOENT: none; else broken/unreadable */
 	char err[ERR_MAX];
 	struct member_meta meta;
+	struct source *src;      /* kept for the EWF case data and --hash; owned */
+	int verify;              /* --hash of an EWF image: 1 stored hashes match, -1 not, 0 not checked */
+	char md5[33], sha1[41];  /* computed (--hash) */
+	char verify_err[512];
 };
 
 static void probe_one(const char *path, struct probed *p)
 {
-	struct source *src = NULL;
-
 	memset(p, 0, sizeof(*p));
 	p->path = path;
-	p->ret = source_open(path, SOURCE_READ, &src, p->err, sizeof(p->err));
+	p->ret = source_open(path, SOURCE_READ, &p->src, p->err, sizeof(p->err));
 	if (p->ret)
 		return;
-	p->size = src->size;
-	p->ret = metadata_probe(src, &p->meta, p->err, sizeof(p->err));
-	source_close(src);
+	p->size = p->src->size;
+	p->ret = metadata_probe(p->src, &p->meta, p->err, sizeof(p->err));
+}
+
+/* --hash: the MD5/SHA1 an EWF image stores, computed again over its media. */
+static void verify_ewf(struct probed *p)
+{
+	const struct ewf_info *in = p->src ? source_ewf_info(p->src) : NULL;
+
+	if (!in || (!in->md5[0] && !in->sha1[0]))
+		return;
+	if (custody_hash_media(p->src, p->md5, p->sha1, p->verify_err, sizeof(p->verify_err))) {
+		p->verify = -1;
+		return;
+	}
+	p->verify = (!in->md5[0] || !strcmp(in->md5, p->md5)) && (!in->sha1[0] || !strcmp(in->sha1, p->sha1)) ? 1 : -1;
+	if (p->verify < 0)
+		snprintf(p->verify_err, sizeof(p->verify_err), "the media's MD5 %s / SHA1 %s differ from the stored "
+			 "%s / %s", p->md5, p->sha1, in->md5[0] ? in->md5 : "-", in->sha1[0] ? in->sha1 : "-");
+}
+
+static void print_source_text(const struct probed *p)
+{
+	const struct ewf_info *in;
+	int nfiles = 0;
+
+	if (!p->src)
+		return;
+	source_files(p->src, &nfiles);
+	printf("  source         : %s", p->src->ops->kind);
+	if (nfiles > 1)
+		printf(", %d %s", nfiles, strcmp(p->src->ops->kind, "ewf") ? "pieces" : "segments");
+	printf("\n");
+	in = source_ewf_info(p->src);
+	if (!in)
+		return;
+	printf("  case number    : %s\n  evidence number: %s\n  examiner       : %s\n  description    : %s\n"
+	       "  notes          : %s\n  acquiry date   : %s\n  acquiry software: %s\n", in->case_number,
+	       in->evidence_number, in->examiner_name, in->description, in->notes, in->acquiry_date,
+	       in->acquiry_software_version);
+	printf("  stored md5     : %s\n  stored sha1    : %s\n", in->md5[0] ? in->md5 : "-", in->sha1[0] ? in->sha1 : "-");
+	printf("  media          : %" PRIu64 " bytes, %u-byte sectors, %u-byte chunks, %s\n", in->media_size,
+	       in->bytes_per_sector, in->chunk_size, in->compressed ? "compressed" : "uncompressed");
+	printf("  acquiry errors : %u range(s) (untrusted: rebuilt from parity)\n", in->nacq_errors);
+	if (p->verify > 0)
+		printf("  stored hashes  : verified: the media's MD5 and SHA1 match them\n");
+	else if (p->verify < 0)
+		printf("  stored hashes  : MISMATCH: %s\n", p->verify_err);
+}
+
+static void print_source_json(FILE *f, const struct probed *p)
+{
+	const struct ewf_info *in;
+	int nfiles = 0;
+	char *const *files;
+
+	if (!p->src)
+		return;
+	files = source_files(p->src, &nfiles);
+	fputs(",\"kind\":", f);
+	json_str(f, p->src->ops->kind);
+	fputs(",\"files\":[", f);
+	for (int i = 0; i < nfiles; i++) {
+		if (i)
+			fputc(',', f);
+		json_str(f, files[i]);
+	}
+	fputc(']', f);
+	in = source_ewf_info(p->src);
+	if (!in)
+		return;
+	fputs(",\"ewf\":{\"case_number\":", f);
+	json_str(f, in->case_number);
+	fputs(",\"evidence_number\":", f);
+	json_str(f, in->evidence_number);
+	fputs(",\"examiner_name\":", f);
+	json_str(f, in->examiner_name);
+	fputs(",\"description\":", f);
+	json_str(f, in->description);
+	fputs(",\"notes\":", f);
+	json_str(f, in->notes);
+	fputs(",\"acquiry_date\":", f);
+	json_str(f, in->acquiry_date);
+	fputs(",\"acquiry_software_version\":", f);
+	json_str(f, in->acquiry_software_version);
+	fputs(",\"stored_md5\":", f);
+	json_str_or_null(f, in->md5);
+	fputs(",\"stored_sha1\":", f);
+	json_str_or_null(f, in->sha1);
+	fprintf(f, ",\"media_bytes\":%" PRIu64 ",\"bytes_per_sector\":%u,\"chunk_bytes\":%u,\"compressed\":%s"
+		",\"segments\":%u,\"acquiry_errors\":%u,\"stored_hashes_verified\":%s", in->media_size,
+		in->bytes_per_sector, in->chunk_size, in->compressed ? "true" : "false", in->nsegments, in->nacq_errors,
+		p->verify > 0 ? "true" : p->verify < 0 ? "false" : "null");
+	if (p->verify) {
+		fputs(",\"md5\":", f);
+		json_str_or_null(f, p->md5);
+		fputs(",\"sha1\":", f);
+		json_str_or_null(f, p->sha1);
+	}
+	fputc('}', f);
 }
 
 static void print_member_text(const struct probed *p)
@@ -50,6 +151,7 @@ static void print_member_text(const struct probed *p)
 	const struct member_meta *m = &p->meta;
 
 	printf("%s:\n", p->path);
+	print_source_text(p);
 	if (p->ret == -ENOENT) {
 		printf("  no md superblock (%s)\n", p->err);
 		return;
@@ -90,6 +192,7 @@ static void print_member_json(FILE *f, const struct probed *p)
 	fprintf(f, "{\"path\":");
 	json_path(f, p->path, "path");
 	fprintf(f, ",\"image_bytes\":%" PRIu64, p->size);
+	print_source_json(f, p);
 	if (p->ret) {
 		fprintf(f, ",\"metadata\":null,\"error\":");
 		json_str(f, p->err);
@@ -149,6 +252,15 @@ static void print_array_text(const struct array *a)
 		const struct array_member *m = &a->members[r];
 		printf("  role %-3d       : %-10s %s%s%s%s\n", r, member_state_name(m->state),
 		       m->path ? m->path : "-", m->note[0] ? " (" : "", m->note, m->note[0] ? ")" : "");
+		if (m->untrusted_ranges) {
+			const struct source_untrusted *u = m->src->untrusted;
+
+			printf("                   untrusted: %" PRIu64 " bytes in %" PRIu64 " range(s), rebuilt from "
+			       "parity (from", m->untrusted_bytes, m->untrusted_ranges);
+			for (int i = 0; i < u->norigins; i++)
+				printf("%s %s %s", i ? "," : "", u->origins[i].kind, u->origins[i].path);
+			printf(")\n");
+		}
 	}
 	for (int i = 0; i < a->nextra; i++)
 		printf("  not used       : %s (%s)\n", a->extra[i].path, a->extra[i].note);
@@ -176,6 +288,8 @@ static void print_array_text(const struct array *a)
 			       m->note[0] ? ")" : "");
 		}
 	}
+	if (a->notes[0])
+		printf("  notes          :\n    %.*s\n", (int)strlen(a->notes) - 1, a->notes);
 	if (a->warnings[0])
 		printf("  warnings       :\n    %.*s\n", (int)strlen(a->warnings) - 1, a->warnings);
 }
@@ -208,7 +322,9 @@ static void print_array_json(FILE *f, const struct array *a)
 			json_path(f, m->path, "path");
 		else
 			fputs("null", f);
-		fprintf(f, ",\"data_offset_bytes\":%" PRIu64 ",\"note\":", m->data_offset);
+		fprintf(f, ",\"data_offset_bytes\":%" PRIu64, m->data_offset);
+		status_member_source(f, m);
+		fputs(",\"note\":", f);
 		json_str(f, m->note);
 		fputc('}', f);
 	}
@@ -281,10 +397,13 @@ static void usage(FILE *f)
 		   "Chain of custody:\n"
 		   "  --hash         print the sha256 of every image file and of the array (reads\n"
 		   "                 the whole array); when it cannot be assembled, of the image\n"
-		   "                 files alone, on stderr\n"
+		   "                 files alone, on stderr; EWF (E01) images: also check the\n"
+		   "                 MD5/SHA1 they store against their media (exit 1 if one\n"
+		   "                 differs)\n"
 		   "  --record FILE  write a JSON record of the assembly (implies --hash);\n"
 		   "                 `raidimg replay FILE` repeats it\n\n" ARRAY_OPTIONS_HELP
-		   "\nExit status: 0 the array can be assembled, 2 it cannot (or bad usage).\n");
+		   "\nExit status: 0 the array can be assembled, 1 it can but an EWF image's\n"
+		   "stored hash does not match its media (--hash), 2 it cannot (or bad usage).\n");
 }
 
 /* --hash/--record: hash the image files and the array, start the record
@@ -392,7 +511,7 @@ int cmd_examine(int argc, char **argv)
 	struct array_args aa;
 	struct array *a = NULL;
 	struct probed *pr = NULL;
-	bool json = false;
+	bool json = false, bad_hash = false;
 	char err[ERR_MAX] = "";
 	char **images;
 	int ret = EXIT_ERR, nimg = 0, nimages, r;
@@ -411,6 +530,13 @@ int cmd_examine(int argc, char **argv)
 	for (int i = 0; i < nimages; i++)
 		if (strcmp(images[i], "missing"))
 			probe_one(images[i], &pr[nimg++]);
+	for (int i = 0; co.hash && i < nimg; i++) {
+		verify_ewf(&pr[i]);
+		if (pr[i].verify < 0) {
+			msg("%s: stored hash check failed: %s", pr[i].path, pr[i].verify_err);
+			bad_hash = true;
+		}
+	}
 	if (array_args_prepare(&aa, nimages, images))
 		goto out;
 	/* the verdict carries the reason when it fails */
@@ -424,12 +550,14 @@ int cmd_examine(int argc, char **argv)
 		msg("not assemblable: %s", err);
 	if (!a && co.hash)
 		hash_images(&aa);
-	ret = a ? EXIT_OK : EXIT_ERR;
+	ret = a ? (bad_hash ? EXIT_FOUND : EXIT_OK) : EXIT_ERR;
 	if (a && co.hash)
 		ret = custody_end(&cr, NULL, 0, a->array_bytes, true, ret);
 out:
 	custody_free(&cr);
 	array_free(a);
+	for (int i = 0; pr && i < nimg; i++)
+		source_close(pr[i].src);
 	free(pr);
 	array_args_free(&aa);
 	return ret;

@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{ "scrub", cmd_scrub, "check (or --repair) parity in every stripe, report every mismatch" },
 	{ "rebuild", cmd_rebuild, "write a complete replacement image for one member (role)" },
 	{ "mount", cmd_mount, "show the array as a file through FUSE (read-only)" },
+	{ "map", cmd_map, "say (or draw, --svg) where every array byte comes from: direct, rebuilt, untrusted, lost" },
 	{ "export", cmd_export, "write the array to a sparse raw image or a zstd seekable image" },
 	{ "compress", cmd_compress, "convert an image to the zstd seekable format raidimg reads" },
 	{ "replay", cmd_replay, "repeat a recorded assembly (--record) and check the same bytes come out" },

@@ -61,6 +61,12 @@ struct member_meta {
 	uint64_t recovery_offset;   /* sectors; valid if feature_map & 2 */
 	uint32_t feature_map;       /* 1.x feature bits (0.90: synthesized) */
 	uint8_t device_uuid[16];    /* 1.x */
+	/* md 1.x bad-block log: bblog_size sectors at super_offset +
+	 * bblog_offset, entries in units of 2^bblog_shift sectors; it holds
+	 * entries when feature_map has bit 8 (md1_bblog_locate/parse). */
+	int32_t bblog_offset;       /* sectors, relative to super_offset */
+	uint16_t bblog_size;        /* sectors */
+	uint8_t bblog_shift;
 	/* reshape (feature bit 4 / 0.90 minor 91) */
 	int reshape_active;
 	uint64_t reshape_position;  /* sectors of the array */
@@ -150,6 +156,22 @@ int md0_build(const struct member_meta *m, uint8_t *buf, size_t buflen, uint64_t
 	      uint64_t *image_off, size_t *sb_len);
 uint64_t md1_super_offset(int minor, uint64_t dev_sectors);
 uint64_t md0_super_offset(uint64_t dev_sectors);
+
+/* md 1.x bad-block log (the kernel's super_1_load): sectors md never reads
+ * again on this member, which raidimg treats as untrusted.
+ * md1_bblog_locate: does m's superblock say the log holds entries (feature
+ * bit 8)?  0 with the log's byte offset and length on a device of
+ * dev_bytes; -ENOENT when there is no log to read; -EINVAL with a message
+ * when the fields are out of what md accepts (md refuses the device).
+ * md1_bblog_parse: the entries of the log (len bytes at buf: u64 LE each,
+ * sector << 10 | count, both in units of 2^shift sectors; all-ones ends the
+ * list, a zero entry is skipped) as byte ranges of the device added to
+ * *out.  0, -EINVAL (message: an entry past 2^64) or -ENOMEM. */
+struct range_list;
+int md1_bblog_locate(const struct member_meta *m, uint64_t dev_bytes, uint64_t *off, size_t *len, char *err,
+		     size_t errlen);
+int md1_bblog_parse(const uint8_t *buf, size_t len, unsigned shift, struct range_list *out, char *err,
+		    size_t errlen);
 
 /* "xxxxxxxx:xxxxxxxx:xxxxxxxx:xxxxxxxx", as mdadm prints md uuids. */
 void meta_uuid_format(const uint8_t uuid[16], char out[36]);

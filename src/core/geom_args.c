@@ -52,6 +52,27 @@ int geom_args_opt(struct geom_args *ga, int opt, const char *arg, char *err, siz
 	case GEOM_OPT_FORCE:
 		ga->force = true;
 		return 1;
+	case GEOM_OPT_MAP: {
+		const char *eq = strrchr(arg, '=');
+
+		if (!eq || eq == arg || !eq[1])
+			return fmt_fail(err, errlen, -1, "--map %s: give IMAGE=MAPFILE (the image as given among the "
+					"members, its GNU ddrescue mapfile)", arg);
+		if (ga->nmaps >= LAYOUT_MAX_DISKS)
+			return fmt_fail(err, errlen, -1, "--map: more than %d mapfiles", LAYOUT_MAX_DISKS);
+		ga->maps[ga->nmaps].map = strdup(eq + 1);
+		ga->maps[ga->nmaps].image = strndup(arg, (size_t)(eq - arg));
+		if (!ga->maps[ga->nmaps].map || !ga->maps[ga->nmaps].image) {
+			free(ga->maps[ga->nmaps].map);
+			free((char *)ga->maps[ga->nmaps].image);
+			return fmt_fail(err, errlen, -1, "out of memory");
+		}
+		ga->nmaps++;
+		return 1;
+	}
+	case GEOM_OPT_NO_MAPS:
+		ga->no_maps = true;
+		return 1;
 	case GEOM_OPT_RESHAPE_POS:
 		if (parse_size(arg, &sz) || sz % 512)
 			return fmt_fail(err, errlen, -1, "--reshape-position %s: give array bytes (a multiple of 512) "
@@ -141,4 +162,9 @@ void geom_args_free(struct geom_args *ga)
 {
 	free(ga->paths);
 	ga->paths = NULL;
+	for (int i = 0; i < ga->nmaps; i++) {
+		free(ga->maps[i].map);
+		free((char *)ga->maps[i].image);
+	}
+	ga->nmaps = 0;
 }

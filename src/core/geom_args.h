@@ -17,7 +17,13 @@
 /* getopt codes of the options (cli.h puts them in the option tables) */
 enum {
 	GEOM_OPT_LEVEL = 0x1001, GEOM_OPT_LAYOUT, GEOM_OPT_CHUNK, GEOM_OPT_ORDER, GEOM_OPT_DATA_OFFSET,
-	GEOM_OPT_MEMBER_SIZE, GEOM_OPT_FORCE, GEOM_OPT_RESHAPE_POS,
+	GEOM_OPT_MEMBER_SIZE, GEOM_OPT_FORCE, GEOM_OPT_RESHAPE_POS, GEOM_OPT_MAP, GEOM_OPT_NO_MAPS,
+};
+
+/* --map IMAGE=MAPFILE: a GNU ddrescue mapfile for one image (argv's strings). */
+struct geom_map {
+	const char *image;          /* as given (matched against the images by file) */
+	char *map;                  /* owned (the part after the last '=') */
 };
 
 struct geom_args {
@@ -38,6 +44,11 @@ struct geom_args {
 	const char **paths;          /* the images, without 'missing'; the array is owned,
 	                                the strings are argv's */
 	int npaths;
+	/* ddrescue mapfiles: those named with --map; --no-maps: no others
+	 * (IMAGE.map / STEM.map beside an image are taken otherwise) */
+	struct geom_map maps[LAYOUT_MAX_DISKS];
+	int nmaps;
+	bool no_maps;
 };
 
 /* Defaults: left-symmetric, 512 KiB chunks, no images. */

@@ -15,6 +15,7 @@
 #include "le.h"
 #include "format.h"
 #include "layout.h"
+#include "ranges.h"
 #include "util.h"
 
 #define MD_MAGIC            0xa92b4efcu
@@ -188,6 +189,9 @@ static void sb1_fill(const uint8_t *buf, struct member_meta *out)
 	out->recovery_offset = get_le64(buf + O_RECOVERY_OFF);
 	out->feature_map = get_le32(buf + O_FEATURE);
 	memcpy(out->device_uuid, buf + O_DEVICE_UUID, 16);
+	out->bblog_shift = buf[O_BBLOG_SHIFT];
+	out->bblog_size = get_le16(buf + O_BBLOG_SIZE);
+	out->bblog_offset = (int32_t)get_le32(buf + O_BBLOG_OFFSET);
 
 	/* Like the kernel (super_1_validate): without an active reshape the
 	 * "new" geometry is the current one, so callers need no special case. */
@@ -368,6 +372,57 @@ int md1_parse(const uint8_t *buf, size_t len, uint64_t dev_sectors, struct membe
 		return rc;
 	out->role = out->dev_roles[out->dev_number];
 	out->fmt = format_by_name(out->format);
+	return 0;
+}
+
+/* ---- the bad-block log ---- */
+
+#define BBLOG_MAX_SECTORS 8     /* the kernel reads one page of it */
+
+int md1_bblog_locate(const struct member_meta *m, uint64_t dev_bytes, uint64_t *off, size_t *len, char *err,
+		     size_t errlen)
+{
+	int64_t at;
+
+	if (!(m->feature_map & F_BAD_BLOCKS))
+		return -ENOENT;
+	if (m->bblog_size == 0 || m->bblog_size > BBLOG_MAX_SECTORS || m->bblog_offset == 0)
+		return fmt_fail(err, errlen, -EINVAL, "md %s superblock: bad-block log of %u sectors at offset %" PRId32
+				" (md reads 1 to %d sectors, at a non-zero offset)", m->format, m->bblog_size,
+				m->bblog_offset, BBLOG_MAX_SECTORS);
+	if (m->bblog_shift > 32)
+		return fmt_fail(err, errlen, -EINVAL, "md %s superblock: bad-block log shift %u is impossible",
+				m->format, m->bblog_shift);
+	at = (int64_t)m->super_offset + m->bblog_offset;
+	if (m->super_offset > INT64_MAX / 1024 || at < 0 ||
+	    (uint64_t)at * 512 + (uint64_t)m->bblog_size * 512 > dev_bytes)
+		return fmt_fail(err, errlen, -EINVAL, "md %s superblock: bad-block log at sector %" PRId64
+				" (%u sectors) is outside the device (%" PRIu64 " bytes)", m->format, at,
+				m->bblog_size, dev_bytes);
+	*off = (uint64_t)at * 512;
+	*len = (size_t)m->bblog_size * 512;
+	return 0;
+}
+
+int md1_bblog_parse(const uint8_t *buf, size_t len, unsigned shift, struct range_list *out, char *err,
+		    size_t errlen)
+{
+	for (size_t i = 0; i + 8 <= len; i += 8) {
+		uint64_t bb = get_le64(buf + i), sector, count;
+
+		if (bb == UINT64_MAX)
+			break;
+		if (bb == 0)
+			continue;
+		sector = bb >> 10;
+		count = bb & 0x3ff;
+		if (shift > 32 || sector > (UINT64_MAX >> 9) >> shift || count == 0)
+			continue;       /* nothing md could have meant (count 0: no sectors) */
+		sector <<= shift;
+		count <<= shift;
+		if (range_list_add(out, sector * 512, count * 512))
+			return fmt_fail(err, errlen, -ENOMEM, "out of memory");
+	}
 	return 0;
 }
 

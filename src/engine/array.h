@@ -48,8 +48,12 @@ struct array_member {
 	bool has_meta;
 	struct member_meta meta;     /* valid if has_meta */
 	char note[160];              /* why it is not used, for the user */
-	/* counters (atomic: updated by readers) */
-	_Atomic uint64_t reads, read_bytes, read_errors;
+	/* Untrusted ranges of its image inside the data area the array uses
+	 * (source.h), counted at assembly. */
+	uint64_t untrusted_bytes, untrusted_ranges;
+	/* counters (atomic: updated by readers); untrusted_reads: member
+	 * reads that met an untrusted range (not read errors) */
+	_Atomic uint64_t reads, read_bytes, read_errors, untrusted_reads;
 };
 
 /* Images that were given but are not part of the array (spares, other arrays
@@ -78,8 +82,11 @@ struct array {
 	int nextra;
 	struct array_extra *extra;   /* owned */
 	char warnings[2048];         /* things the user must be told (forced stale members...) */
+	char notes[2048];            /* things said for the record (mapfiles taken...) */
 	/* counters */
 	_Atomic uint64_t bytes_served, stripes_rebuilt, read_errors_recovered, read_errors_fatal;
+	/* array bytes served by rebuilding untrusted member bytes from parity */
+	_Atomic uint64_t untrusted_bytes_rebuilt;
 	struct io_tally io;          /* member requests of the read path */
 	/* An array caught in the middle of a reshape (md's "Reshape pos'n"):
 	 * this struct describes the geometry after it (the superblock's
@@ -135,6 +142,12 @@ int array_read(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *b
  * the members used, VOLUME_SRC_UNREADABLE (volume.h). */
 int array_read_observed(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *bad_off,
 			const struct volume_observer *obs);
+
+/* Where array byte off lives: the member (role) whose chunk holds it and
+ * the offset in that member's data area (the geometry of its side of a
+ * reshape).  The array the role belongs to is a itself, or a->prev for
+ * the part read in the geometry before a reshape (*geom_of). */
+void array_locate(const struct array *a, uint64_t off, int *role, uint64_t *moff, const struct array **geom_of);
 
 /* ---- overlays of an array (array_overlay.c, overlay.h) ---- */
 struct overlay;

@@ -179,6 +179,10 @@ static uint8_t *scratch_get(size_t size)
  * bytes are really lost (md's STRIPE_SIZE): two members failing in
  * different blocks of one stripe are still covered by RAID5's parity. */
 #define FAIL_BLOCK 4096u
+/* Lost bytes are tracked in sectors: an untrusted range (a ddrescue map's
+ * bad sectors, md's bad-block log) loses exactly its sectors, so a read
+ * that cannot be served stops at the first sector really lost. */
+#define UNIT 512u
 
 /* One piece of rebuild work: stripes s0..s1 (rows), and of every member's
  * chunk in them the columns [c0, c1) (512-byte aligned). */
@@ -192,10 +196,10 @@ struct piece {
 struct piece_mem {
 	uint32_t w;                          /* c1 - c0 */
 	uint64_t ns;                         /* rows */
-	uint32_t nb;                         /* FAIL_BLOCKs per row */
+	uint32_t nb;                         /* UNITs per row */
 	uint8_t *win[LAYOUT_MAX_DISKS];      /* ns rows of w bytes per disk */
 	uint64_t rows[LAYOUT_MAX_DISKS];     /* rows read from the disk (a prefix) */
-	uint8_t *bad;                        /* [disk][row][block]: read failed */
+	uint8_t *bad;                        /* [disk][row][unit]: MEMBER_UNIT_* */
 	uint8_t *pscratch;                   /* 2 * w, for parity_recover */
 };
 
@@ -204,7 +208,7 @@ static uint8_t *bad_at(const struct piece_mem *pm, int disk, uint64_t row)
 	return pm->bad + ((size_t)disk * pm->ns + row) * pm->nb;
 }
 
-/* Is block blk of disk's chunk in this row served? */
+/* Is unit blk of disk's chunk in this row served? */
 static bool block_ok(const struct piece_mem *pm, int disk, uint64_t row, uint32_t blk)
 {
 	return row < pm->rows[disk] && !bad_at(pm, disk, row)[blk];
@@ -223,13 +227,20 @@ static bool row_has_bad(const struct piece_mem *pm, int disk, uint64_t row)
 }
 
 /* Read the piece's columns of every row disk has into pm->win[disk]; a
- * failure is narrowed down row by row, then FAIL_BLOCK by FAIL_BLOCK. */
+ * failure is narrowed down row by row, then FAIL_BLOCK by FAIL_BLOCK;
+ * untrusted bytes are lost sector by sector. */
 static void piece_read_member(struct array *a, int disk, const struct piece *pc, struct piece_mem *pm)
 {
 	uint64_t cb = a->geom.chunk_bytes;
 
-	member_read_rows(a, disk, pm->win[disk], pm->rows[disk], pm->w, pc->s0 * cb + pc->c0, cb, FAIL_BLOCK,
+	member_read_rows(a, disk, pm->win[disk], pm->rows[disk], pm->w, pc->s0 * cb + pc->c0, cb, FAIL_BLOCK, UNIT,
 			 bad_at(pm, disk, 0), &count_array(a)->io);
+}
+
+/* Is disk's unit blk of this row untrusted (rather than failed or fine)? */
+static bool unit_untrusted(const struct piece_mem *pm, int disk, uint64_t row, uint32_t blk)
+{
+	return row < pm->rows[disk] && bad_at(pm, disk, row)[blk] == MEMBER_UNIT_UNTRUSTED;
 }
 
 /* Requested columns [*lo, *hi) of data index d in a stripe, clipped to
@@ -260,7 +271,8 @@ static void observe_chunk(const struct array *a, const struct piece *pc, const s
 	for (int i = 0; i < LAYOUT_MAX_DISKS; i++)
 		used[i] = i < a->geom.raid_disks && block_ok(pm, i, row, blk);
 	if (served)
-		how = used[disk] ? VOLUME_SRC_MEMBER : VOLUME_SRC_REBUILT;
+		how = used[disk] ? VOLUME_SRC_MEMBER
+		      : unit_untrusted(pm, disk, row, blk) ? VOLUME_SRC_UNTRUSTED : VOLUME_SRC_REBUILT;
 	pc->obs->served(pc->obs->ctx, aoff, len, how, disk, used);
 }
 
@@ -298,7 +310,7 @@ static int serve_segment(struct array *a, uint8_t *buf, uint64_t off, uint64_t s
 			 uint32_t x0, uint32_t x1, bool *rebuilt, uint64_t *bad)
 {
 	uint64_t cb = a->geom.chunk_bytes;
-	uint32_t blk = (x0 - pc->c0) / FAIL_BLOCK;
+	uint32_t blk = (x0 - pc->c0) / UNIT;
 	size_t at = (size_t)row * pm->w + (x0 - pc->c0);
 	uint8_t *slots[LAYOUT_MAX_DISKS];
 	bool in_buf[LAYOUT_MAX_DISKS] = { false };     /* by disk: rebuilt straight into buf */
@@ -349,12 +361,30 @@ static int serve_segment(struct array *a, uint8_t *buf, uint64_t off, uint64_t s
 		}
 		if (!in_buf[disk])
 			memcpy(buf + (aoff - off), pm->win[disk] + at + (lo - x0), hi - lo);
+		if (unit_untrusted(pm, disk, row, blk))
+			atomic_fetch_add(&count_array(a)->untrusted_bytes_rebuilt, hi - lo);
 	}
 	return ret;
 }
 
+/* Do units u and v of this row have the same members lost, in the same way? */
+static bool same_loss(const struct piece_mem *pm, int n, uint64_t row, uint32_t u, uint32_t v)
+{
+	for (int disk = 0; disk < n; disk++) {
+		const uint8_t *b;
+
+		if (row >= pm->rows[disk])
+			continue;
+		b = bad_at(pm, disk, row);
+		if (b[u] != b[v])
+			return false;
+	}
+	return true;
+}
+
 /* Serve one row of a piece, in segments over which the same members are
- * lost (the whole row at once unless a read failed in it). */
+ * lost (the whole row at once unless a read failed or met untrusted bytes
+ * in it; then runs of units lost alike). */
 static int serve_row(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
 		     const struct piece *pc, struct piece_mem *pm, uint64_t row, uint64_t *bad)
 {
@@ -362,17 +392,32 @@ static int serve_row(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
 	struct stripe_map map;
 	struct stripe_span sp;
 	bool rebuilt = false, failed = false;
-	int nbad = 0, ret = 0;
+	int nbad = 0, nfailed = 0, n = a->geom.raid_disks, ret = 0;
 
 	layout_map_stripe(&a->geom, s, &map);
 	stripe_span(a, s, off, end, &sp);
-	for (int disk = 0; disk < a->geom.raid_disks; disk++)
-		nbad += row_has_bad(pm, disk, row);
+	for (int disk = 0; disk < n; disk++) {
+		if (!row_has_bad(pm, disk, row))
+			continue;
+		nbad++;
+		for (uint32_t u = 0; u < pm->nb; u++)
+			if (bad_at(pm, disk, row)[u] == MEMBER_UNIT_FAILED) {
+				nfailed++;
+				break;
+			}
+	}
 	for (uint32_t x0 = pc->c0; x0 < pc->c1;) {
-		uint32_t x1 = nbad ? x0 - (x0 - pc->c0) % FAIL_BLOCK + FAIL_BLOCK : pc->c1;
+		uint32_t x1 = pc->c1;
 
-		if (x1 > pc->c1)
-			x1 = pc->c1;
+		if (nbad) {
+			uint32_t u0 = (x0 - pc->c0) / UNIT, u = u0 + 1;
+
+			while (u < pm->nb && same_loss(pm, n, row, u0, u))
+				u++;
+			x1 = pc->c0 + u * UNIT;
+			if (x1 > pc->c1)
+				x1 = pc->c1;
+		}
 		ret = serve_segment(a, buf, off, s, &map, &sp, pm, pc, row, x0, x1, &rebuilt, bad);
 		if (ret == -EIO)
 			failed = true;
@@ -385,8 +430,8 @@ static int serve_row(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
 	if (failed)
 		return -EIO;
 	/* failed reads whose bytes were rebuilt (or not needed) */
-	if (nbad)
-		atomic_fetch_add(&count_array(a)->read_errors_recovered, (uint64_t)nbad);
+	if (nfailed)
+		atomic_fetch_add(&count_array(a)->read_errors_recovered, (uint64_t)nfailed);
 	return 0;
 }
 
@@ -406,7 +451,7 @@ static int read_piece(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
 		return -ENOMEM;
 	pm->w = pc->c1 - pc->c0;
 	pm->ns = pc->s1 - pc->s0 + 1;
-	pm->nb = (pm->w + FAIL_BLOCK - 1) / FAIL_BLOCK;
+	pm->nb = (pm->w + UNIT - 1) / UNIT;
 	wins = (size_t)pm->w * pm->ns * (size_t)n;
 	mem = scratch_get(wins + 2 * (size_t)pm->w + (size_t)n * pm->ns * pm->nb);
 	if (!mem) {
@@ -633,6 +678,20 @@ static int read_geometry(struct array *a, void *vbuf, size_t len, uint64_t off, 
 			*bad_off = ret == -EIO ? bad : off;
 	}
 	return ret;
+}
+
+void array_locate(const struct array *a, uint64_t off, int *role, uint64_t *moff, const struct array **geom_of)
+{
+	const struct array *g = a;
+	struct layout_pos pos;
+
+	if (a->prev && (a->reshape_backwards ? off < a->reshape_bytes : off >= a->reshape_bytes))
+		g = a->prev;
+	layout_locate(&g->geom, off, &pos);
+	*role = pos.disk;
+	*moff = pos.member_off;
+	if (geom_of)
+		*geom_of = g;
 }
 
 /* ---- the array as a volume (volume.h) ---- */

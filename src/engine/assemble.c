@@ -13,7 +13,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "array.h"
@@ -25,6 +28,22 @@
 /* ------------------------------------------------------------------ */
 /* assembly                                                             */
 /* ------------------------------------------------------------------ */
+
+static void note_add(struct array *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_add(struct array *a, const char *fmt, ...)
+{
+	size_t used = strlen(a->notes);
+	va_list ap;
+
+	if (used + 2 >= sizeof(a->notes))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(a->notes + used, sizeof(a->notes) - used - 1, fmt, ap);
+	va_end(ap);
+	used = strlen(a->notes);
+	a->notes[used] = '\n';
+	a->notes[used + 1] = '\0';
+}
 
 static void warn_add(struct array *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn_add(struct array *a, const char *fmt, ...)
@@ -163,6 +182,13 @@ static int finish_geometry(struct array *a, bool force, const char *who, char *e
 		}
 		if (m->readable_bytes > a->member_bytes)
 			m->readable_bytes = a->member_bytes;
+		if (m->src && m->src->untrusted) {
+			size_t n = 0;
+
+			m->untrusted_bytes = range_list_bytes_in(&m->src->untrusted->r, m->data_offset, a->member_bytes,
+								 &n);
+			m->untrusted_ranges = n;
+		}
 	}
 	if (a->nmissing > a->redundancy) {
 		char roles[256] = "";
@@ -634,6 +660,17 @@ static int place_member(struct array *a, struct candidate *ci, const struct memb
 	m->src = ci->src;
 	ci->src = NULL;
 	ci->used = true;
+	/* md never reads the sectors in its bad-block log again: neither do we */
+	{
+		size_t added = 0;
+		int ret = probe_bblog(m->src, mm, &added, err, errlen);
+
+		if (ret)
+			return ret;
+		if (added)
+			note_add(a, "%s: role %d: %zu range(s) from md's bad-block log are untrusted: rebuilt from "
+				 "parity", ci->path, role, added);
+	}
 	return 0;
 }
 
@@ -740,11 +777,116 @@ out:
 	return 0;
 }
 
+/* Same file (by device and inode)? */
+static bool same_file(const char *x, const char *y)
+{
+	struct stat a, b;
+
+	if (stat(x, &a) || stat(y, &b))
+		return !strcmp(x, y);
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* An image given that is a segment or piece of another one given (disk.000
+ * and disk.001 both named: is it one split image, or two members?). */
+static int check_pieces(struct source **srcs, const char *const *paths, int n, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++) {
+		int nf;
+		char *const *files = source_files(srcs[i], &nf);
+
+		for (int f = 1; nf > 1 && f < nf; f++)
+			for (int j = 0; j < n; j++)
+				if (j != i && same_file(files[f], paths[j]))
+					return fmt_fail(err, errlen, -EINVAL, "%s is a %s of the %s image %s, given too: "
+							"give only %s (or, if they are separate members, rename them)",
+							paths[j], strcmp(srcs[i]->ops->kind, "ewf") ? "piece" : "segment",
+							srcs[i]->ops->kind, paths[i], paths[i]);
+	}
+	return 0;
+}
+
+static int note_cat(char **notes, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int note_cat(char **notes, const char *fmt, ...)
+{
+	size_t have = *notes ? strlen(*notes) : 0;
+	char line[PATH_MAX * 2 + 256], *n;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	n = realloc(*notes, have + strlen(line) + 2);
+	if (!n)
+		return -ENOMEM;
+	sprintf(n + have, "%s\n", line);
+	*notes = n;
+	return 0;
+}
+
+/* The ddrescue mapfiles: those named with --map, else (unless --no-maps)
+ * IMAGE.map or STEM.map beside each image, each said in *notes. */
+static int attach_maps(struct source **srcs, const char *const *paths, int n, const struct assemble_opts *o,
+		       char **notes, char *err, size_t errlen)
+{
+	bool used[LAYOUT_MAX_DISKS] = { false };
+
+	for (int i = 0; i < n; i++) {
+		const char *map = NULL;
+		char *found = NULL, sz[32];
+		bool given = false;
+		int ret;
+
+		for (int k = 0; k < o->g.nmaps; k++) {
+			if (!same_file(o->g.maps[k].image, paths[i]))
+				continue;
+			if (map)
+				return fmt_fail(err, errlen, -EINVAL, "--map: two mapfiles for %s (%s and %s)", paths[i],
+						map, o->g.maps[k].map);
+			map = o->g.maps[k].map;
+			used[k] = true;
+			given = true;
+		}
+		if (!map && !o->g.no_maps) {
+			ret = source_find_ddrescue_map(paths[i], &found, err, errlen);
+			if (ret && ret != -ENOENT)
+				return ret;
+			map = found;
+		}
+		if (!map)
+			continue;
+		ret = source_attach_ddrescue_map(srcs[i], map, err, errlen);
+		if (!ret) {
+			const struct untrusted_origin *u = &srcs[i]->untrusted->origins[srcs[i]->untrusted->norigins - 1];
+
+			ret = note_cat(notes, "%s: ddrescue mapfile %s%s: %zu range(s), %s not rescued: rebuilt from "
+				       "parity%s", paths[i], map, given ? " (--map)" : "", u->r.n,
+				       fmt_size(u->r.bytes, sz, sizeof(sz)), given ? "" : " (--no-maps to ignore it)");
+			if (ret)
+				fmt_err(err, errlen, "out of memory");
+		} else if (!given) {
+			size_t l = strlen(err);
+
+			snprintf(err + l, errlen > l ? errlen - l : 0, " (taken as the mapfile of %s because of its name; "
+				 "--no-maps to read the image without it)", paths[i]);
+		}
+		free(found);
+		if (ret)
+			return ret;
+	}
+	for (int k = 0; k < o->g.nmaps; k++)
+		if (!used[k])
+			return fmt_fail(err, errlen, -EINVAL, "--map %s=%s: %s is not one of the images given",
+					o->g.maps[k].image, o->g.maps[k].map, o->g.maps[k].image);
+	return 0;
+}
+
 int array_assemble(const struct assemble_opts *o, struct array **out, char *err, size_t errlen)
 {
 	const char *const *paths = o->g.paths;
 	int npaths = o->g.npaths;
 	struct source **srcs;
+	char *notes = NULL;
 	int ret;
 
 	if (npaths <= 0 && !(o->g.manual && o->g.norder)) {
@@ -777,7 +919,23 @@ int array_assemble(const struct assemble_opts *o, struct array **out, char *err,
 			return ret;
 		}
 	}
+	ret = check_pieces(srcs, paths, npaths, err, errlen);
+	if (!ret)
+		ret = attach_maps(srcs, paths, npaths, o, &notes, err, errlen);
+	if (ret) {
+		for (int i = 0; i < npaths; i++)
+			source_close(srcs[i]);
+		free(srcs);
+		free(notes);
+		return ret;
+	}
 	ret = array_assemble_sources(srcs, paths, npaths, o, out, err, errlen);
+	if (!ret && notes) {
+		size_t have = strlen((*out)->notes);
+
+		snprintf((*out)->notes + have, sizeof((*out)->notes) - have, "%s", notes);
+	}
+	free(notes);
 	free(srcs);
 	return ret;
 }

@@ -26,22 +26,34 @@ bool member_chunk_readable(const struct array *a, int disk, uint64_t stripe);
  * from s0 (a truncated or rebuilding member serves a prefix); 0 if none. */
 uint64_t member_rows(const struct array *a, int disk, uint64_t s0, uint64_t rows);
 
-/* One counted read of len bytes at data-area offset moff.  0 or -errno. */
+/* Does [moff, moff + len) of member disk's data area meet one of its
+ * image's untrusted ranges (source.h: a ddrescue map's unrescued blocks,
+ * EWF acquisition errors, md's bad-block log)?  Such bytes are lost like a
+ * failed read: rebuilt from parity, never served as they are. */
+bool member_untrusted(const struct array *a, int disk, uint64_t moff, uint64_t len);
+
+/* One counted read of len bytes at data-area offset moff.  0 or -errno;
+ * -EIO without reading when the bytes meet an untrusted range (counted as
+ * such, not as a read error). */
 int member_read(struct array *a, int disk, void *buf, size_t len, uint64_t moff, struct io_tally *t);
 /* The same, gathering into iov[0..niov) (len = their total). */
 int member_readv(struct array *a, int disk, const struct iovec *iov, int niov, uint64_t len, uint64_t moff,
 		 struct io_tally *t);
+
+/* What member_read_rows says of each unit of a row. */
+enum { MEMBER_UNIT_OK = 0, MEMBER_UNIT_FAILED = 1, MEMBER_UNIT_UNTRUSTED = 2 };
 
 /* Read `rows` rows of `cols` bytes of member disk: row r from data-area
  * offset moff + r * stride into buf + r * cols.  One request when the rows
  * are contiguous (cols == stride), else, or when that fails, one per row;
  * a row that fails is then read in `block`-byte pieces (block 0: not
  * narrowed) so that only the bytes really lost are lost.  bad (rows x
- * nblocks bytes, nblocks = ceil(cols / block), 1 when block is 0) gets 1
- * for each piece that failed, 0 for the others.  Returns the number of
- * rows with a failure. */
+ * nunits bytes, nunits = ceil(cols / unit), 1 when unit is 0; unit divides
+ * block) gets for each unit MEMBER_UNIT_OK, MEMBER_UNIT_FAILED (its read
+ * failed) or MEMBER_UNIT_UNTRUSTED (it meets an untrusted range: not
+ * read).  Returns the number of rows with a failed read. */
 uint64_t member_read_rows(struct array *a, int disk, uint8_t *buf, uint64_t rows, uint32_t cols, uint64_t moff,
-			  uint64_t stride, uint32_t block, uint8_t *bad, struct io_tally *t);
+			  uint64_t stride, uint32_t block, uint32_t unit, uint8_t *bad, struct io_tally *t);
 
 /* Where a stripe's blocks go for parity.h: the erasure id of member disk
  * (PARITY_P, PARITY_Q, or its data slot: the Q slot for RAID6, the data

@@ -277,7 +277,10 @@ static void read_member(struct scrub *s, struct batch *b, int m)
 	if (!rows)
 		return;
 	/* row_ok is the inverse of member_read_rows' bad map */
-	failed = member_read_rows(s->a, m, b->buf[m], rows, b->cols, b->s0 * s->cb + b->c0, s->cb, 0, ok, &s->io);
+	/* untrusted bytes (a ddrescue map, EWF acquisition errors, md's
+	 * bad-block log) lose their chunk like a failed read: the stripe is
+	 * checked with the redundancy left, never reported as a mismatch */
+	failed = member_read_rows(s->a, m, b->buf[m], rows, b->cols, b->s0 * s->cb + b->c0, s->cb, 0, 0, ok, &s->io);
 	for (uint64_t r = 0; r < rows; r++)
 		ok[r] = !ok[r];
 	if (failed)

@@ -13,7 +13,7 @@
  * array_read, which rebuilds it from parity or names the first array offset
  * it cannot serve - the same offset the copying pipeline names.
  * Pieces members cannot serve as they are (missing, faulty, truncated
- * members) are rebuilt ahead by the pipeline's worker threads (pipeline.h),
+ * members, bytes an image's map marks untrusted) are rebuilt ahead by the pipeline's worker threads (pipeline.h),
  * with array_read in small slices so the surviving members' bytes stay in
  * the CPU cache while they are combined, into the segment's buffer; the
  * calling thread then sends each segment in order: spliced pieces and
@@ -259,7 +259,8 @@ static int walk_pieces(struct splice_run *r, uint64_t off, uint64_t end, bool se
 			uint64_t in = (x - sbeg) % cb, n = min_u64(cb - in, a1 - x);
 			int disk = map.data_disk[(x - sbeg) / cb];
 
-			if (!member_chunk_readable(a, disk, s)) {
+			if (!member_chunk_readable(a, disk, s) ||
+			    member_untrusted(a, disk, s * cb + in, n)) {
 				if (run == end)
 					run = x;        /* rebuilt together with its neighbours */
 			} else {

@@ -1,6 +1,7 @@
 /* probe.c - find the metadata a member source carries (format.h's formats
  * reading the source through a dev_reader). */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "probe.h"
@@ -35,6 +36,40 @@ int metadata_probe(struct source *src, struct member_meta *out, char *err, size_
 	if (!rc)
 		*out = f.vol[0];
 	return rc;
+}
+
+int probe_bblog(struct source *src, const struct member_meta *m, size_t *added, char *err, size_t errlen)
+{
+	struct range_list r = { 0 };
+	uint8_t buf[8 * 512];
+	char perr[256];
+	uint64_t off;
+	size_t len;
+	int ret;
+
+	*added = 0;
+	if (strcmp(m->format, "1.0") && strcmp(m->format, "1.1") && strcmp(m->format, "1.2"))
+		return 0;
+	ret = md1_bblog_locate(m, src->size, &off, &len, perr, sizeof(perr));
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return fmt_fail(err, errlen, ret, "%s: %s", src->path, perr);
+	if (len > sizeof(buf))
+		return fmt_fail(err, errlen, -EINVAL, "%s: bad-block log of %zu bytes", src->path, len);
+	ret = source_pread(src, buf, len, off);
+	if (ret)
+		return fmt_fail(err, errlen, ret, "%s: cannot read md's bad-block log at byte %" PRIu64 ": %s",
+				src->path, off, strerror(-ret));
+	ret = md1_bblog_parse(buf, len, m->bblog_shift, &r, perr, sizeof(perr));
+	if (!ret && r.n)
+		ret = source_untrusted_add(src, &r, UNTRUSTED_MD_BBLOG, src->path);
+	*added = r.n;
+	range_list_free(&r);
+	if (ret)
+		return fmt_fail(err, errlen, ret, "%s: md bad-block log: %s", src->path,
+				ret == -ENOMEM ? "out of memory" : perr);
+	return 0;
 }
 
 int write_superblock(struct source *dst, const struct member_meta *m, uint64_t dev_sectors, char *err,

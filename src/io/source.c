@@ -1,7 +1,10 @@
 /* source.c - open a member image as the right kind of source. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,6 +42,80 @@ out:
 	return ret;
 }
 
+/* An EWF segment file: "EVF" 09 0D 0A FF 00 (EnCase 1-6, ewfacquire). */
+static bool looks_ewf(const char *path)
+{
+	static const uint8_t sig[8] = { 'E', 'V', 'F', 0x09, 0x0d, 0x0a, 0xff, 0x00 };
+	uint8_t b[8];
+	struct stat st;
+	bool ret = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return false;
+	ret = !fstat(fd, &st) && S_ISREG(st.st_mode) && pread(fd, b, 8, 0) == 8 && !memcmp(b, sig, 8);
+	close(fd);
+	return ret;
+}
+
+/* The first piece of a split image: a name ending in .000 or .001 (three
+ * digits or more: .0/.1 and .00/.01 are too often names of whole images)
+ * with a later piece of the same width beside it (the pieces are then
+ * checked by source_open_split: a gap is an error naming the piece).  A
+ * lone NAME.001 is a plain image. */
+static bool looks_split(const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+	size_t w = 0, plen;
+	unsigned long num = 0;
+	struct dirent *de;
+	struct stat st;
+	char *dir;
+	bool ret = false;
+	DIR *d;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	if (!dot || dot == base)
+		return false;
+	for (const char *p = dot + 1; *p; p++, w++) {
+		if (*p < '0' || *p > '9' || w >= 6)
+			return false;
+		num = num * 10 + (unsigned long)(*p - '0');
+	}
+	if (w < 3 || num > 1 || stat(path, &st) || !S_ISREG(st.st_mode))
+		return false;
+	plen = (size_t)(dot + 1 - base);
+	dir = base == path ? strdup(".") : base == path + 1 ? strdup("/") : strndup(path, (size_t)(base - path - 1));
+	d = dir ? opendir(dir) : NULL;
+	while (d && !ret && (de = readdir(d))) {
+		const char *n = de->d_name;
+		unsigned long v = 0;
+		size_t k = 0;
+
+		if (strncmp(n, base, plen))
+			continue;
+		for (n += plen; *n >= '0' && *n <= '9' && k < 7; n++, k++)
+			v = v * 10 + (unsigned long)(*n - '0');
+		ret = !*n && k >= w && v > num;
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return ret;
+}
+
+const char *source_kind_of(const char *path)
+{
+	if (looks_ewf(path))
+		return "ewf";
+	if (looks_zstd(path, SOURCE_READ))
+		return "zstd";
+	if (looks_split(path))
+		return "split";
+	return "raw";
+}
+
 static source_open_hook_fn open_hook;
 
 void source_set_open_hook(source_open_hook_fn hook)
@@ -48,8 +125,11 @@ void source_set_open_hook(source_open_hook_fn hook)
 
 int source_open(const char *path, int flags, struct source **out, char *err, size_t errlen)
 {
-	int ret = looks_zstd(path, flags) ? source_open_zstd(path, flags, out, err, errlen)
-					  : source_open_raw(path, flags, out, err, errlen);
+	const char *kind = source_kind_of(path);
+	int ret = !strcmp(kind, "ewf")	 ? source_open_ewf(path, flags, out, err, errlen)
+		  : !strcmp(kind, "zstd")  ? source_open_zstd(path, flags, out, err, errlen)
+		  : !strcmp(kind, "split") ? source_open_split(path, flags, out, err, errlen)
+					   : source_open_raw(path, flags, out, err, errlen);
 
 	if (ret)
 		return ret;
@@ -75,5 +155,16 @@ void source_close(struct source *s)
 		return;
 	if (atomic_load(&s->refs) > 0 && atomic_fetch_sub(&s->refs, 1) > 0)
 		return;
+	source_untrusted_free(s);
 	s->ops->close(s);
+}
+
+char *const *source_files(const struct source *s, int *n)
+{
+	if (s->files) {
+		*n = s->nfiles;
+		return s->files;
+	}
+	*n = 1;
+	return &s->path;
 }

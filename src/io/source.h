@@ -1,8 +1,19 @@
 /* source.h - a member image: where its bytes come from.
  *
- * A vtable so that every kind of image (raw, zstd seekable; a fault
- * injector in tests) sits behind the same calls.  Sources are opened read-only unless
- * SOURCE_WRITE is asked for explicitly.
+ * A vtable so that every kind of image (raw, zstd seekable, EWF/E01
+ * evidence files, split raw pieces, a slice of another image; a fault
+ * injector in tests) sits behind the same calls.  Sources are opened
+ * read-only unless SOURCE_WRITE is asked for explicitly.
+ *
+ * Untrusted ranges: bytes a source holds but that are not the original's
+ * (a GNU ddrescue mapfile's unrescued blocks, the sectors an EWF imager
+ * recorded as acquisition errors, md's bad-block log).  They are a sorted
+ * range list on the source (in its own byte coordinates) with the files
+ * that said so; reads of them succeed (the source returns what it stores,
+ * usually zeros) and the array's member reads (engine/member_io.h) treat
+ * them as lost, so they are rebuilt from parity like a missing member.
+ * They are added while the array is assembled, before any read; a slice
+ * takes its parent's ranges in its window when it is made.
  */
 #ifndef RAIDIMG_SOURCE_H
 #define RAIDIMG_SOURCE_H
@@ -11,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+
+#include "ranges.h"
 
 struct source;
 
@@ -34,13 +47,36 @@ struct source_ops {
 	int (*raw_fd)(struct source *s, uint64_t *base);
 };
 
+/* Who says some of a source's bytes cannot be trusted. */
+struct untrusted_origin {
+	const char *kind;       /* UNTRUSTED_* (static) */
+	char *path;             /* the file that says so (a mapfile, the first EWF segment,
+				   the image holding md's log); owned */
+	struct range_list r;    /* what it marked, in the source's coordinates; owned */
+};
+
+#define UNTRUSTED_DDRESCUE_MAP "ddrescue-map"
+#define UNTRUSTED_EWF_ACQUIRY "ewf-acquiry-errors"
+#define UNTRUSTED_MD_BBLOG "md-bad-block-log"
+
+struct source_untrusted {
+	struct range_list r;    /* every origin's ranges, merged */
+	int norigins;
+	struct untrusted_origin *origins;   /* [norigins], owned */
+};
+
 struct source {
 	const struct source_ops *ops;
-	char *path;         /* absolute path, owned */
+	char *path;         /* absolute path, owned (a slice: its name) */
 	uint64_t size;      /* bytes */
 	int writable;
 	void *priv;         /* the implementation's */
 	_Atomic int refs;   /* references beyond the first (source_ref) */
+	/* The files holding the bytes, in order (EWF segments, split pieces);
+	 * NULL: just path.  Owned by the implementation (source_files()). */
+	char *const *files;
+	int nfiles;
+	struct source_untrusted *untrusted;   /* NULL: every byte trusted; owned */
 };
 
 enum {
@@ -53,6 +89,9 @@ enum {
  * device).  On error returns -errno and, if err is not NULL, a message
  * naming the file. */
 int source_open(const char *path, int flags, struct source **out, char *err, size_t errlen);
+/* What source_open would open path as: "ewf", "split", "zstd" or "raw"
+ * (by its first bytes and, for split pieces, its name and siblings). */
+const char *source_kind_of(const char *path);
 int source_open_raw(const char *path, int flags, struct source **out, char *err, size_t errlen);
 /* A writable raw source over a duplicate of fd, a new image being written
  * (create, rebuild: the fd of an outfile, which names and commits it).
@@ -62,6 +101,23 @@ int source_wrap_fd(int fd, const char *path, struct source **out, char *err, siz
  * decompressed size.  source_open picks it for files starting with the zstd
  * magic (see source.c). */
 int source_open_zstd(const char *path, int flags, struct source **out, char *err, size_t errlen);
+/* An EWF (EnCase E01) image through libewf (source_ewf.c), read-only:
+ * path is its first segment (NAME.E01), the others are found beside it and
+ * checked (a missing, truncated or foreign segment is an error naming it).
+ * Chunks whose checksum fails are read errors (-EIO) of this member, said
+ * once on stderr; the sectors the imager recorded as acquisition errors
+ * are untrusted ranges. */
+int source_open_ewf(const char *path, int flags, struct source **out, char *err, size_t errlen);
+/* What an EWF file says about itself (source_ewf.c), or NULL when s is not
+ * an EWF source. */
+struct ewf_info;
+const struct ewf_info *source_ewf_info(const struct source *s);
+/* A raw image split into numbered pieces (source_split.c), read-only: path
+ * is its first piece (NAME.001 or NAME.000, three digits or more); the
+ * numbered siblings follow in order.  A gap, a piece of another size or an
+ * empty one is an error naming the piece. */
+int source_open_split(const char *path, int flags, struct source **out, char *err, size_t errlen);
+
 /* A hook called by source_open on every source it opened, which may
  * replace *s by a source of its own that wraps it (then owning the old
  * one): 0, or -errno with a message (source_open then fails).  The test
@@ -87,6 +143,35 @@ static inline int source_pwrite(struct source *s, const void *buf, size_t len, u
  * last frees the source.  Returns s. */
 struct source *source_ref(struct source *s);
 void source_close(struct source *s);  /* NULL is fine */
+
+/* The files holding s's bytes (*n of them): its segments or pieces, the
+ * parent's files for a slice, else its path. */
+char *const *source_files(const struct source *s, int *n);
+
+/* ---- untrusted ranges (source_untrusted.c) ---- */
+
+/* Add the ranges r (in s's coordinates) said by the file path (kind:
+ * UNTRUSTED_*).  0 or -ENOMEM. */
+int source_untrusted_add(struct source *s, const struct range_list *r, const char *kind, const char *path);
+/* Give dst the untrusted ranges of parent seen through the window
+ * [off, off + len) of it (a slice), origin by origin.  0 or -ENOMEM. */
+int source_untrusted_window(struct source *dst, const struct source *parent, uint64_t off, uint64_t len);
+void source_untrusted_free(struct source *s);
+/* The first untrusted range of s meeting [off, off + len), or NULL. */
+static inline const struct byte_range *source_untrusted_first(const struct source *s, uint64_t off,
+							      uint64_t len)
+{
+	return s->untrusted ? range_list_first(&s->untrusted->r, off, len) : NULL;
+}
+/* Read the GNU ddrescue mapfile at mapfile (a side file, registered as
+ * evidence) and add its unrescued blocks to s.  The map must describe s:
+ * an image shorter than the map's rescued part, or longer than the map, is
+ * refused.  0 or -errno with a message naming the mapfile in err. */
+int source_attach_ddrescue_map(struct source *s, const char *mapfile, char *err, size_t errlen);
+/* The mapfile ddrescue users keep beside image: IMAGE.map, or STEM.map
+ * (the name less its last extension).  0 with *mapfile (malloc'ed) when
+ * one exists, -ENOENT when none, -EEXIST with a message when both do. */
+int source_find_ddrescue_map(const char *image, char **mapfile, char *err, size_t errlen);
 
 /* A source of bytes [off, off + len) of parent (a partition of a
  * whole-disk image), named name (copied; e.g. "disk0.img partition 3").

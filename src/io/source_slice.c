@@ -116,6 +116,13 @@ int source_slice(struct source *parent, uint64_t off, uint64_t len, const char *
 	s->priv = p;
 	s->size = len;
 	s->writable = parent->writable;
+	/* the parent's files hold the bytes (hashes, records); its untrusted
+	 * ranges in the window are the slice's */
+	s->files = (char *const *)source_files(parent, &s->nfiles);
+	if (source_untrusted_window(s, parent, off, len)) {
+		source_close(s);
+		return fmt_fail(err, errlen, -ENOMEM, "%s: out of memory", name);
+	}
 	*out = s;
 	return 0;
 }

@@ -19,11 +19,15 @@
 
 /* Where a range of bytes came from.  role: the member (role) whose chunk it
  * is; used (one entry per member, LAYOUT_MAX_DISKS of them): the members read
- * to rebuild it (VOLUME_SRC_REBUILT) or that could be read (UNREADABLE). */
+ * to rebuild it (VOLUME_SRC_REBUILT, UNTRUSTED) or that could be read
+ * (UNREADABLE). */
 enum volume_src {
 	VOLUME_SRC_MEMBER,       /* read straight from member `role` */
 	VOLUME_SRC_REBUILT,      /* member `role`'s chunk rebuilt from parity out of used[] */
 	VOLUME_SRC_UNREADABLE,   /* member `role`'s chunk could not be served */
+	VOLUME_SRC_UNTRUSTED,    /* member `role`'s bytes are untrusted there (a ddrescue map,
+				    EWF acquisition errors, md's bad-block log): rebuilt from
+				    parity out of used[] */
 };
 
 /* served() is called on the reading thread for pieces of the request, in no

@@ -34,8 +34,10 @@
 
 #define CUSTODY_PROVENANCE_HELP \
 "  --provenance MAP     write a map (JSON lines) of where every array range came\n" \
-"                       from: straight from a member, rebuilt from parity, or\n" \
-"                       unreadable\n"
+"                       from: straight from a member, rebuilt from parity,\n" \
+"                       rebuilt because the member's bytes are untrusted (a\n" \
+"                       ddrescue map, EWF acquisition errors, md's bad-block\n" \
+"                       log), or unreadable; MAP.svg: a picture of it\n"
 
 struct custody_opts {
 	bool hash;

@@ -110,6 +110,49 @@ out:
 	return ret;
 }
 
+static void hex_of(const unsigned char *md, unsigned n, char *out)
+{
+	for (unsigned i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+int custody_hash_media(struct source *src, char md5[33], char sha1[41], char *err, size_t errlen)
+{
+	EVP_MD_CTX *c5 = EVP_MD_CTX_new(), *c1 = EVP_MD_CTX_new();
+	uint8_t *buf = malloc(HASH_READ);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	int ret = -ENOMEM;
+
+	if (!c5 || !c1 || !buf || !EVP_DigestInit_ex(c5, EVP_md5(), NULL) || !EVP_DigestInit_ex(c1, EVP_sha1(), NULL)) {
+		fmt_err(err, errlen, "%s: out of memory", src->path);
+		goto out;
+	}
+	for (uint64_t off = 0; off < src->size;) {
+		size_t len = src->size - off < HASH_READ ? (size_t)(src->size - off) : HASH_READ;
+
+		ret = source_pread(src, buf, len, off);
+		if (ret) {
+			fmt_err(err, errlen, "%s: media bytes %" PRIu64 "-%" PRIu64 " cannot be read (%s): the stored "
+				"hashes cannot be checked", src->path, off, off + len - 1, strerror(-ret));
+			goto out;
+		}
+		EVP_DigestUpdate(c5, buf, len);
+		EVP_DigestUpdate(c1, buf, len);
+		off += len;
+	}
+	EVP_DigestFinal_ex(c5, md, &n);
+	hex_of(md, n < 16 ? n : 16, md5);
+	EVP_DigestFinal_ex(c1, md, &n);
+	hex_of(md, n < 20 ? n : 20, sha1);
+	ret = 0;
+out:
+	EVP_MD_CTX_free(c5);
+	EVP_MD_CTX_free(c1);
+	free(buf);
+	return ret;
+}
+
 /* ------------------------------------------------------------------ */
 /* member hashes                                                        */
 /* ------------------------------------------------------------------ */
@@ -132,23 +175,71 @@ static void *hash_worker(void *arg)
 	return NULL;
 }
 
+/* Files of member m beyond its image: segments, pieces, mapfiles. */
+static int member_extra_files(const struct array_member *m)
+{
+	int nf = 0, n = 0;
+
+	if (!m->src)
+		return 0;
+	source_files(m->src, &nf);
+	if (m->src->untrusted)
+		n = m->src->untrusted->norigins;
+	return nf + n;
+}
+
+static int hash_add(struct member_hashes *mh, int *n, int role, const char *path, const char *kind, const char *what)
+{
+	char *p = strdup(path);
+
+	if (!p)
+		return -ENOMEM;
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(mh->h[i].path, p)) {         /* one file, hashed once */
+			free(p);
+			return 0;
+		}
+	mh->h[*n].role = role;
+	mh->h[*n].path = p;
+	mh->h[*n].kind = kind;
+	mh->h[*n].what = what;
+	(*n)++;
+	return 0;
+}
+
 static int hashes_list(const struct array *a, struct member_hashes *mh)
 {
-	int n = 0;
+	int n = 0, cap = a->nextra;
 
-	mh->h = calloc((size_t)(a->geom.raid_disks + a->nextra), sizeof(*mh->h));
+	for (int r = 0; r < a->geom.raid_disks; r++)
+		cap += 1 + member_extra_files(&a->members[r]);
+	mh->h = calloc((size_t)(cap ? cap : 1), sizeof(*mh->h));
 	if (!mh->h)
 		return -ENOMEM;
 	for (int r = 0; r < a->geom.raid_disks; r++) {
 		const struct array_member *m = &a->members[r];
+		const char *kind = m->src ? m->src->ops->kind : NULL;
 		char *p = array_member_path(m);
+		char *const *files;
+		int nf = 0;
 
 		if (!p)
 			continue;
 		mh->h[n].role = r;
 		mh->h[n].path = p;
-		mh->h[n].kind = m->src ? m->src->ops->kind : NULL;
+		mh->h[n].kind = kind;
+		mh->h[n].what = "image";
 		n++;
+		if (!m->src)
+			continue;
+		files = source_files(m->src, &nf);
+		for (int i = 0; i < nf; i++)
+			if (hash_add(mh, &n, r, files[i], kind, strcmp(kind, "ewf") ? "piece" : "segment"))
+				return -ENOMEM;
+		for (int i = 0; m->src->untrusted && i < m->src->untrusted->norigins; i++)
+			if (!strcmp(m->src->untrusted->origins[i].kind, UNTRUSTED_DDRESCUE_MAP) &&
+			    hash_add(mh, &n, r, m->src->untrusted->origins[i].path, kind, "mapfile"))
+				return -ENOMEM;
 	}
 	for (int i = 0; i < a->nextra; i++) {
 		char *p = abs_path(a->extra[i].path);
@@ -157,6 +248,7 @@ static int hashes_list(const struct array *a, struct member_hashes *mh)
 			continue;
 		mh->h[n].role = -1;
 		mh->h[n].path = p;
+		mh->h[n].what = "image";
 		n++;
 	}
 	mh->n = n;
@@ -207,7 +299,9 @@ void custody_print_hashes(FILE *f, const struct member_hashes *mh, const char *a
 			fprintf(f, "sha256 %-64s  ", "(unreadable)");
 		else
 			fprintf(f, "sha256 %s  ", h->sha256);
-		if (h->role >= 0)
+		if (h->role >= 0 && h->what && strcmp(h->what, "image"))
+			fprintf(f, "role %d %s  %s\n", h->role, h->what, h->path);
+		else if (h->role >= 0)
 			fprintf(f, "role %d  %s\n", h->role, h->path);
 		else
 			fprintf(f, "not in the array  %s\n", h->path);

@@ -7,9 +7,18 @@
  * array offsets), adjacent ranges of the same kind merged:
  *   {"offset":N,"length":N,"source":"member","role":R}
  *   {"offset":N,"length":N,"source":"rebuilt","role":R,"from_roles":[...]}
+ *   {"offset":N,"length":N,"source":"untrusted","role":R,"from_roles":[...]}
  *   {"offset":N,"length":N,"source":"unreadable","role":R,"readable_roles":[...]}
  * role is the member whose chunk holds the range; "rebuilt" ranges were
- * computed from parity out of the members in from_roles.
+ * computed from parity out of the members in from_roles because member R
+ * was missing or failed to read; "untrusted" ranges likewise because
+ * member R's image holds bytes there that a map says are not the
+ * original's (a ddrescue mapfile, EWF acquisition errors, md's bad-block
+ * log).  The header's members also give each image's kind and its
+ * untrusted ranges inside the data area ("untrusted_bytes",
+ * "untrusted_ranges", "untrusted_from": [{"kind","path"}]).
+ *
+ * A map whose name ends in .svg is a picture instead (picture.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,11 +28,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "outfile.h"
+#include "picture.h"
 #include "provenance.h"
 #include "util.h"
 
@@ -59,6 +70,7 @@ struct provenance {
 	struct prov_rec pend;       /* the range being merged, not yet written */
 	bool *pend_used;            /* [raid_disks], owned */
 	bool have_pend;
+	struct picture *pic;        /* an SVG map: the picture drawn instead; owned */
 };
 
 static const bool *slot_used(const struct prov_slot *sl, const struct prov_rec *r)
@@ -134,6 +146,7 @@ static void pend_write(struct provenance *p)
 {
 	static const char *const name[] = {
 		[VOLUME_SRC_MEMBER] = "member", [VOLUME_SRC_REBUILT] = "rebuilt", [VOLUME_SRC_UNREADABLE] = "unreadable",
+		[VOLUME_SRC_UNTRUSTED] = "untrusted",
 	};
 	const struct prov_rec *r = &p->pend;
 
@@ -141,7 +154,7 @@ static void pend_write(struct provenance *p)
 		return;
 	fprintf(p->f, "{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"source\":\"%s\",\"role\":%d", r->off,
 		r->len, name[r->how], r->role);
-	if (r->how == VOLUME_SRC_REBUILT)
+	if (r->how == VOLUME_SRC_REBUILT || r->how == VOLUME_SRC_UNTRUSTED)
 		write_roles(p->f, "from_roles", p->pend_used, p->a->geom.raid_disks, r->role);
 	else if (r->how == VOLUME_SRC_UNREADABLE)
 		write_roles(p->f, "readable_roles", p->pend_used, p->a->geom.raid_disks, r->role);
@@ -153,6 +166,11 @@ static void pend_write(struct provenance *p)
 static void pend_add(struct provenance *p, const struct prov_slot *sl, const struct prov_rec *r)
 {
 	int n = p->a->geom.raid_disks;
+
+	if (p->pic) {
+		picture_add(p->pic, r->off, r->len, r->how, r->role);
+		return;
+	}
 	const bool *used = r->how == VOLUME_SRC_MEMBER ? NULL : slot_used(sl, r);
 
 	if (p->have_pend && p->pend.off + p->pend.len == r->off && p->pend.how == r->how &&
@@ -206,6 +224,30 @@ int provenance_emit(struct provenance *p, int slot, int ret)
 	return ferror(p->f) ? -EIO : 0;
 }
 
+/* ,"kind":...,"untrusted_bytes":N,"untrusted_ranges":N,"untrusted_from":[...] */
+static void prov_member_sources(FILE *f, const struct array_member *m)
+{
+	const struct source_untrusted *u = m->src ? m->src->untrusted : NULL;
+
+	fputs(",\"kind\":", f);
+	json_str_or_null(f, m->src ? m->src->ops->kind : NULL);
+	fprintf(f, ",\"untrusted_bytes\":%" PRIu64 ",\"untrusted_ranges\":%" PRIu64 ",\"untrusted_from\":[",
+		m->untrusted_bytes, m->untrusted_ranges);
+	for (int i = 0; u && i < u->norigins; i++) {
+		fprintf(f, "%s{\"kind\":\"%s\",\"path\":", i ? "," : "", u->origins[i].kind);
+		json_str(f, u->origins[i].path);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+static bool is_svg(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 4 && !strcasecmp(path + n - 4, ".svg");
+}
+
 int provenance_open(struct provenance **out, const char *path, const struct array *a, int nslots)
 {
 	struct provenance *p = calloc(1, sizeof(*p));
@@ -240,6 +282,12 @@ int provenance_open(struct provenance **out, const char *path, const struct arra
 		provenance_close(p, false);
 		return -EIO;
 	}
+	if (is_svg(path)) {
+		if (picture_new(&p->pic, a))
+			goto oom;
+		*out = p;
+		return 0;
+	}
 	fprintf(p->f, "{\"map\":\"raidimg-provenance\",\"version\":1,\"array_bytes\":%" PRIu64
 		",\"chunk_bytes\":%" PRIu32 ",\"members\":[", a->array_bytes, a->geom.chunk_bytes);
 	for (int r = 0; r < a->geom.raid_disks; r++) {
@@ -250,7 +298,9 @@ int provenance_open(struct provenance **out, const char *path, const struct arra
 			json_path(p->f, mp, "path");
 		else
 			fputs("null", p->f);
-		fprintf(p->f, ",\"state\":\"%s\"}", member_state_name(a->members[r].state));
+		fprintf(p->f, ",\"state\":\"%s\"", member_state_name(a->members[r].state));
+		prov_member_sources(p->f, &a->members[r]);
+		fputc('}', p->f);
 		free(mp);
 	}
 	fputs("]}\n", p->f);
@@ -272,7 +322,9 @@ int provenance_close(struct provenance *p, bool commit)
 	if (p->f) {
 		int e = 0;
 
-		if (commit)
+		if (commit && p->pic)
+			picture_write_svg(p->pic, p->f);
+		else if (commit)
 			pend_write(p);
 		errno = 0;
 		if (fflush(p->f) || ferror(p->f))
@@ -297,6 +349,7 @@ int provenance_close(struct provenance *p, bool commit)
 	free(p->slots);
 	free(p->obs);
 	free(p->pend_used);
+	picture_free(p->pic);
 	free(p->path);
 	free(p);
 	return ret;

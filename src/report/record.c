@@ -12,7 +12,10 @@
  *              "member_bytes", "array_bytes", "verdict", "metadata", "uuid",
  *              "name", "events"},
  *    "members": [{"role": 0 (null: left out), "state", "path", "kind",
- *                 "data_offset", "image_bytes", "note", "sha256", "file_bytes"}],
+ *                 "data_offset", "image_bytes", "note", "sha256", "file_bytes",
+ *                 "files": [{"path","what":"segment"|"piece","sha256","file_bytes"}],
+ *                 "maps": [{"path","sha256","file_bytes"}] (ddrescue mapfiles),
+ *                 "untrusted_bytes", "untrusted_ranges"}],
  *    "range": {"offset", "length"}, "array_sha256": "...",
  *    "output": {"path" (null: stdout), "format", "sha256"},
  *    "options": {command specific},
@@ -260,6 +263,8 @@ void record_add_array(struct custody_record *r, const struct array *a, const str
 		jadd(o, "kind", jstr(m->src ? m->src->ops->kind : NULL));
 		jadd(o, "data_offset", json_object_new_int64((int64_t)m->data_offset));
 		jadd(o, "image_bytes", json_object_new_int64((int64_t)m->image_bytes));
+		jadd(o, "untrusted_bytes", json_object_new_int64((int64_t)m->untrusted_bytes));
+		jadd(o, "untrusted_ranges", json_object_new_int64((int64_t)m->untrusted_ranges));
 		if (m->note[0])
 			jadd(o, "note", jstr(m->note));
 		json_object_array_add(r->members, o);
@@ -279,31 +284,61 @@ void record_add_array(struct custody_record *r, const struct array *a, const str
 	jadd(r->root, "members", json_object_get(r->members));
 }
 
+/* A file's hash into o (a member entry, or an entry of its files/maps). */
+static void put_hash(json_object *o, const struct member_hash *h)
+{
+	if (h->ret)
+		jadd(o, "hash_error", jstr(h->err));
+	else
+		jadd(o, "sha256", jstr(h->sha256));
+	jadd(o, "file_bytes", json_object_new_int64((int64_t)h->bytes));
+}
+
 void record_add_hashes(struct custody_record *r, const struct member_hashes *mh)
 {
 	size_t n = json_object_array_length(r->members);
 
 	for (int i = 0; i < mh->n; i++) {
-		for (size_t j = 0; j < n; j++) {
-			json_object *o = json_object_array_get_idx(r->members, j), *p, *h, *want = jhex(mh->h[i].path);
-			bool same;
+		const struct member_hash *h = &mh->h[i];
+		bool image = !h->what || !strcmp(h->what, "image");
 
-			/* the exact bytes when the path is not UTF-8, else the path */
-			if (want)
-				same = json_object_object_get_ex(o, "path_hex", &h) &&
-				       !strcmp(json_object_get_string(h), json_object_get_string(want));
-			else
-				same = json_object_object_get_ex(o, "path", &p) && json_object_is_type(p, json_type_string) &&
-				       !json_object_object_get_ex(o, "path_hex", &h) &&
-				       !strcmp(json_object_get_string(p), mh->h[i].path);
-			json_object_put(want);
-			if (!same)
+		for (size_t j = 0; j < n; j++) {
+			json_object *o = json_object_array_get_idx(r->members, j), *p, *role, *list, *e, *hx;
+
+			if (image) {
+				json_object *want = jhex(h->path);
+				bool same;
+
+				/* the exact bytes when the path is not UTF-8, else the path */
+				if (want)
+					same = json_object_object_get_ex(o, "path_hex", &hx) &&
+					       !strcmp(json_object_get_string(hx), json_object_get_string(want));
+				else
+					same = json_object_object_get_ex(o, "path", &p) &&
+					       json_object_is_type(p, json_type_string) &&
+					       !json_object_object_get_ex(o, "path_hex", &hx) &&
+					       !strcmp(json_object_get_string(p), h->path);
+				json_object_put(want);
+				if (!same)
+					continue;
+				put_hash(o, h);
 				continue;
-			if (mh->h[i].ret)
-				jadd(o, "hash_error", jstr(mh->h[i].err));
-			else
-				jadd(o, "sha256", jstr(mh->h[i].sha256));
-			jadd(o, "file_bytes", json_object_new_int64((int64_t)mh->h[i].bytes));
+			}
+			/* a segment, piece or mapfile: in its member's list */
+			if (!json_object_object_get_ex(o, "role", &role) || !json_object_is_type(role, json_type_int) ||
+			    json_object_get_int(role) != h->role)
+				continue;
+			if (!json_object_object_get_ex(o, strcmp(h->what, "mapfile") ? "files" : "maps", &list)) {
+				list = json_object_new_array();
+				jadd(o, strcmp(h->what, "mapfile") ? "files" : "maps", list);
+			}
+			e = json_object_new_object();
+			jpath(e, "path", h->path);
+			if (strcmp(h->what, "mapfile"))
+				jadd(e, "what", jstr(h->what));
+			put_hash(e, h);
+			json_object_array_add(list, e);
+			break;
 		}
 	}
 }

@@ -169,6 +169,77 @@ static void load_assembly(struct jctx *c, json_object *as, struct replay_spec *r
 	}
 }
 
+/* The files of a member beyond its image (its "files" and "maps"): each
+ * must keep its sha256 too; a mapfile is applied again as recorded. */
+static void load_member_files(struct jctx *c, json_object *o, const char *key, const char *image,
+			      struct replay_spec *rs)
+{
+	json_object *list = jget(c, o, key, json_type_array, false);
+
+	for (size_t i = 0; list && i < json_object_array_length(list) && !c->bad; i++) {
+		json_object *e = json_object_array_get_idx(list, i);
+		json_object *path = jget(c, e, "path", json_type_string, true);
+		json_object *hex = jget(c, e, "path_hex", json_type_string, false);
+		struct replay_member *m = &rs->members[rs->nmembers];
+
+		if (!path)
+			return;
+		jcopy(c, e, "sha256", m->sha256, sizeof(m->sha256));
+		m->role = -2;           /* no role of its own */
+		m->path = recorded_path(c, json_object_get_string(path), hex);
+		if (!m->path)
+			return;
+		rs->nmembers++;
+		if (!strcmp(key, "maps") && rs->ao.g.nmaps < LAYOUT_MAX_DISKS) {
+			struct geom_map *gm = &rs->ao.g.maps[rs->ao.g.nmaps++];
+
+			gm->image = strdup(image);
+			gm->map = strdup(json_object_get_string(path));
+		}
+	}
+}
+
+/* Entries the members list will take: members, their files and maps. */
+static size_t member_entries(json_object *ms)
+{
+	size_t n = ms ? json_object_array_length(ms) : 0, total = n;
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(ms, i), *l;
+
+		if (json_object_object_get_ex(o, "files", &l) && json_object_is_type(l, json_type_array))
+			total += json_object_array_length(l);
+		if (json_object_object_get_ex(o, "maps", &l) && json_object_is_type(l, json_type_array))
+			total += json_object_array_length(l);
+	}
+	return total;
+}
+
+static int path_cmp(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* No file named twice among the images, segments, pieces and mapfiles
+ * (a record listing one image 10000 times would hash it 10000 times). */
+static void refuse_twice(struct jctx *c, struct replay_spec *rs)
+{
+	char **all = calloc((size_t)rs->nmembers + 1, sizeof(*all));
+
+	if (!all)
+		return;
+	for (int i = 0; i < rs->nmembers; i++)
+		all[i] = rs->members[i].path;
+	qsort(all, (size_t)rs->nmembers, sizeof(*all), path_cmp);
+	for (int i = 1; i < rs->nmembers && !c->bad; i++) {
+		if (!strcmp(all[i], all[i - 1])) {
+			fmt_err(c->err, c->errlen, "%s: \"members\" names %s twice", c->file, all[i]);
+			c->bad = true;
+		}
+	}
+	free(all);
+}
+
 static void load_members(struct jctx *c, json_object *ms, struct replay_spec *rs)
 {
 	size_t n = ms ? json_object_array_length(ms) : 0;
@@ -179,9 +250,17 @@ static void load_members(struct jctx *c, json_object *ms, struct replay_spec *rs
 		c->bad = true;
 		return;
 	}
-	rs->members = calloc(n + 1, sizeof(*rs->members));
+	if (member_entries(ms) > (1u << 16)) {
+		fmt_err(c->err, c->errlen, "%s: \"members\" lists %zu files (at most 65536)", c->file,
+			member_entries(ms));
+		c->bad = true;
+		return;
+	}
+	rs->members = calloc(member_entries(ms) + 1, sizeof(*rs->members));
 	if (!rs->members)
 		return;
+	/* the mapfiles are those recorded, and no others */
+	rs->ao.g.no_maps = true;
 	for (size_t i = 0; i < n && !c->bad; i++) {
 		json_object *o = json_object_array_get_idx(ms, i);
 		json_object *role = jget(c, o, "role", json_type_int, false);
@@ -208,7 +287,11 @@ static void load_members(struct jctx *c, json_object *ms, struct replay_spec *rs
 		m->role = role ? (int)jint(c, o, "role", false, -1, LAYOUT_MAX_DISKS - 1) : -1;
 		m->path = p;
 		rs->nmembers++;
+		load_member_files(c, o, "files", p, rs);
+		load_member_files(c, o, "maps", p, rs);
 	}
+	if (!c->bad)
+		refuse_twice(c, rs);
 }
 
 int replay_load(const char *path, struct replay_spec *rs, char *err, size_t errlen)
@@ -288,6 +371,8 @@ void replay_spec_free(struct replay_spec *rs)
 	free(rs->paths);
 	free(rs->members);
 	free(rs->command);
+	rs->ao.g.paths = NULL;          /* rs->paths, freed above (cmd_replay points there) */
+	geom_args_free(&rs->ao.g);
 	memset(rs, 0, sizeof(*rs));
 }
 

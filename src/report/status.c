@@ -71,6 +71,26 @@ static void put_array(FILE *f, const struct array *a)
 	fputc('}', f);
 }
 
+void status_member_source(FILE *f, const struct array_member *m)
+{
+	const struct source_untrusted *u = m->src ? m->src->untrusted : NULL;
+	int nfiles = 0;
+
+	fputs(",\"kind\":", f);
+	json_str_or_null(f, m->src ? m->src->ops->kind : NULL);
+	if (m->src)
+		source_files(m->src, &nfiles);
+	fprintf(f, ",\"files\":%d,\"untrusted_bytes\":%" PRIu64 ",\"untrusted_ranges\":%" PRIu64
+		",\"untrusted_reads\":%" PRIu64 ",\"untrusted_from\":[", nfiles, m->untrusted_bytes,
+		m->untrusted_ranges, atomic_load(&m->untrusted_reads));
+	for (int i = 0; u && i < u->norigins; i++) {
+		fprintf(f, "%s{\"kind\":\"%s\",\"path\":", i ? "," : "", u->origins[i].kind);
+		json_str(f, u->origins[i].path);
+		fprintf(f, ",\"ranges\":%zu,\"bytes\":%" PRIu64 "}", u->origins[i].r.n, u->origins[i].r.bytes);
+	}
+	fputc(']', f);
+}
+
 static void put_member(FILE *f, const struct array_member *m)
 {
 	uint64_t errors = atomic_load(&m->read_errors);
@@ -85,8 +105,10 @@ static void put_member(FILE *f, const struct array_member *m)
 	if (member_usable(m))
 		fprintf(f, ",\"image_bytes\":%" PRIu64 ",\"readable_bytes\":%" PRIu64, m->image_bytes,
 			m->readable_bytes);
-	fprintf(f, ",\"reads\":%" PRIu64 ",\"read_bytes\":%" PRIu64 ",\"read_errors\":%" PRIu64 ",\"note\":",
+	fprintf(f, ",\"reads\":%" PRIu64 ",\"read_bytes\":%" PRIu64 ",\"read_errors\":%" PRIu64,
 		atomic_load(&m->reads), atomic_load(&m->read_bytes), errors);
+	status_member_source(f, m);
+	fputs(",\"note\":", f);
 	json_str(f, m->note);
 	fputc('}', f);
 }
@@ -99,10 +121,10 @@ static void put_io(FILE *f, const struct array *a, int fg_active)
 	fprintf(f, "\"io\":{\"bytes_served\":%" PRIu64 ",\"stripes_rebuilt\":%" PRIu64
 		",\"read_errors_recovered\":%" PRIu64 ",\"read_errors_fatal\":%" PRIu64
 		",\"member_requests\":%" PRIu64 ",\"member_request_bytes\":%" PRIu64
-		",\"avg_member_request_bytes\":%" PRIu64 ",\"foreground_readers\":%d}",
-		atomic_load(&a->bytes_served), atomic_load(&a->stripes_rebuilt),
+		",\"avg_member_request_bytes\":%" PRIu64 ",\"foreground_readers\":%d,\"untrusted_bytes_rebuilt\":%"
+		PRIu64 "}", atomic_load(&a->bytes_served), atomic_load(&a->stripes_rebuilt),
 		atomic_load(&a->read_errors_recovered), atomic_load(&a->read_errors_fatal), req, rb,
-		req ? rb / req : 0, fg_active);
+		req ? rb / req : 0, fg_active, atomic_load(&a->untrusted_bytes_rebuilt));
 }
 
 static void put_mount(FILE *f, const struct status_mount *m)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "array.h"
@@ -60,5 +61,10 @@ struct status_mount {
  * On success *out is malloc'ed (owned by the caller: free()) and *len is
  * its length without the terminating NUL.  Returns 0 or -ENOMEM. */
 int status_json(const struct array *a, const struct status_mount *mnt, char **out, size_t *len);
+
+/* The member's source as status and examine --json say it:
+ * ,"kind":...,"files":N,"untrusted_bytes":N,"untrusted_ranges":N,
+ * "untrusted_reads":N,"untrusted_from":[{"kind","path","ranges","bytes"}] */
+void status_member_source(FILE *f, const struct array_member *m);
 
 #endif
