@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -17,6 +19,15 @@
 
 struct raw_priv {
 	int fd;
+	/* A read that fails (EIO) is tried again with O_DIRECT: a block
+	 * device's page cache can keep answering EIO for a whole large folio
+	 * of which only a few sectors are really bad (and FUSE's takes a short
+	 * read for the end of the file).  The descriptor is opened on the
+	 * first failure, under lock; -1 when it cannot be had. */
+	pthread_mutex_t direct_lock;
+	int direct_fd;
+	bool direct_tried;
+	uint32_t direct_align;       /* the device's logical block size, else 4096 */
 };
 
 static int raw_fd(struct source *s)
@@ -30,9 +41,69 @@ static int raw_fd_op(struct source *s, uint64_t *base)
 	return raw_fd(s);
 }
 
+/* The O_DIRECT descriptor of s, opened on first use; -1 if none. */
+static int direct_fd(struct source *s)
+{
+	struct raw_priv *rp = s->priv;
+	int fd;
+
+	pthread_mutex_lock(&rp->direct_lock);
+	if (!rp->direct_tried) {
+		rp->direct_tried = true;
+		rp->direct_fd = open(s->path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NONBLOCK);
+	}
+	fd = rp->direct_fd;
+	pthread_mutex_unlock(&rp->direct_lock);
+	return fd;
+}
+
+/* len bytes at off read again around the page cache, in aligned pieces
+ * through a bounce buffer.  0 or -errno. */
+static int pread_direct(struct source *s, void *buf, size_t len, uint64_t off)
+{
+	struct raw_priv *rp = s->priv;
+	uint64_t a = rp->direct_align, lo = off / a * a, hi = (off + len + a - 1) / a * a;
+	int fd = direct_fd(s);
+	uint8_t *bounce = NULL;
+	uint64_t at = lo;
+	int ret;
+
+	if (fd < 0)
+		return -EIO;
+	if (posix_memalign((void **)&bounce, a < 4096 ? 4096 : a, (size_t)(hi - lo)))
+		return -ENOMEM;
+
+	while (at < hi) {
+		ssize_t n = pread(fd, bounce + (at - lo), (size_t)(hi - at), (off_t)at);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		at += (uint64_t)n;
+		if ((uint64_t)n % a || at >= off + len)
+			break;          /* a short read: the end of a regular file */
+	}
+	/* what was asked for must all have come (else: the image ends early) */
+	ret = at >= off + len ? 0 : -EIO;
+	if (!ret)
+		memcpy(buf, bounce + (off - lo), len);
+out:
+	free(bounce);
+	return ret;
+}
+
 static int raw_pread(struct source *s, void *buf, size_t len, uint64_t off)
 {
-	return pread_all(raw_fd(s), buf, len, off);     /* past the end: -EIO, a truncated image */
+	int ret = pread_all(raw_fd(s), buf, len, off);     /* past the end: -EIO, a truncated image */
+
+	if (ret == -EIO && off <= s->size && len <= s->size - off)
+		ret = pread_direct(s, buf, len, off);
+	return ret;
 }
 
 static int raw_preadv(struct source *s, const struct iovec *iov_in, int iovcnt, uint64_t off)
@@ -110,6 +181,9 @@ static void raw_close(struct source *s)
 
 	if (rp) {
 		close(rp->fd);
+		if (rp->direct_fd >= 0)
+			close(rp->direct_fd);
+		pthread_mutex_destroy(&rp->direct_lock);
 		free(rp);
 	}
 	free(s->path);
@@ -179,6 +253,15 @@ static int raw_wrap(int fd, const char *path, int flags, struct source **out, ch
 	/* Sequential hint: members are mostly streamed in large pieces. */
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	rp->fd = fd;
+	rp->direct_fd = -1;
+	pthread_mutex_init(&rp->direct_lock, NULL);
+	rp->direct_align = 4096;
+	if (S_ISBLK(st.st_mode)) {
+		int ssz = 0;
+
+		if (!ioctl(fd, BLKSSZGET, &ssz) && ssz >= 512 && !(ssz & (ssz - 1)))
+			rp->direct_align = (uint32_t)ssz;
+	}
 	s->ops = &raw_ops;
 	s->priv = rp;
 	s->writable = !!(flags & SOURCE_WRITE);

@@ -3,11 +3,13 @@
  * for tests/integration/faults_eio.sh.  The errors are real: they come
  * from the kernel's read(2), not from raidimg's own fault injection.
  *
- * Usage: eiofs FILE MOUNTPOINT OFF+LEN[,OFF+LEN...]
+ * Usage: eiofs [--whole] FILE MOUNTPOINT OFF+LEN[,OFF+LEN...]
  * Serves MOUNTPOINT/<basename of FILE> read-only, in the foreground, until
  * unmounted or signalled.  OFF and LEN are bytes.  A read that touches a
  * range returns the bytes before it (a short read), or EIO if it starts in
- * it, as a disk does.  Opened with direct_io, so the page cache neither
+ * it, as a disk does.  --whole: a read that touches a range fails whole
+ * (EIO, no bytes), as a disk fails a request - what a loop device over the
+ * file needs to pass the error on (it fills a short read with zeros).  Opened with direct_io, so the page cache neither
  * hides an error nor spreads it to neighbouring reads.
  */
 #define FUSE_USE_VERSION 312
@@ -30,6 +32,7 @@ static struct {
 	struct stat st;
 	int nranges;
 	uint64_t off[MAX_RANGES], len[MAX_RANGES];
+	int whole;                   /* a read touching a range fails whole */
 } E;
 
 /* Bytes from off that can be read before the first bad byte (len if none). */
@@ -40,7 +43,7 @@ static size_t good_prefix(uint64_t off, size_t len)
 	for (int i = 0; i < E.nranges; i++) {
 		if (E.off[i] >= off + len || E.off[i] + E.len[i] <= off)
 			continue;
-		if (E.off[i] <= off)
+		if (E.off[i] <= off || E.whole)
 			return 0;
 		if (E.off[i] - off < good)
 			good = (size_t)(E.off[i] - off);
@@ -147,8 +150,13 @@ int main(int argc, char **argv)
 	char *fargv[] = { argv[0], "-f", "-s", "-o", "ro,default_permissions", NULL, NULL };
 	const char *slash;
 
+	if (argc == 5 && !strcmp(argv[1], "--whole")) {
+		E.whole = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: eiofs FILE MOUNTPOINT OFF+LEN[,OFF+LEN...]\n");
+		fprintf(stderr, "usage: eiofs [--whole] FILE MOUNTPOINT OFF+LEN[,OFF+LEN...]\n");
 		return 2;
 	}
 	E.fd = open(argv[1], O_RDONLY | O_CLOEXEC);
