@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "fuse_fs.h"
 #include "mount_scrub.h"
 #include "engine_args.h"
@@ -44,7 +45,10 @@ static void usage(FILE *f)
 		   "  --name NAME          file name of the image in the directory\n"
 		   "  --allow-other        let other users read the mount (-o allow_other; as an\n"
 		   "                       ordinary user needs user_allow_other in /etc/fuse.conf)\n"
-		   "  --threads N          FUSE worker threads, 2 to 64 (default 8)\n"
+		   "  --threads N          FUSE worker threads, 2 to 64 (default 8); fewer when an\n"
+		   "                       address-space limit (ulimit -v) cannot hold them (said)\n"
+		   "  --log FILE           append the serving process's messages to FILE (they are\n"
+		   "                       lost otherwise once it is in the background)\n"
 		   "  -d, --debug          libfuse's trace of every request on stderr (implies -f)\n"
 		   "  --overlay FILE       make the image writable: every write goes to FILE, a\n"
 		   "                       copy-on-write overlay (created when missing or empty,\n"
@@ -197,6 +201,9 @@ static void daemon_ready(void *arg, int err, const char *text)
 	*fd = -1;
 }
 
+/* The daemon's messages (libfuse's too) go to /dev/null, or to --log. */
+static int log_fd = -1;
+
 static void detach_stdio(void)
 {
 	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -205,7 +212,7 @@ static void detach_stdio(void)
 		return;
 	dup2(fd, STDIN_FILENO);
 	dup2(fd, STDOUT_FILENO);
-	dup2(fd, STDERR_FILENO);
+	dup2(log_fd >= 0 ? log_fd : fd, STDERR_FILENO);
 	if (fd > STDERR_FILENO)
 		close(fd);
 }
@@ -348,6 +355,7 @@ struct mount_args {
 	bool foreground;
 	const char *name;            /* --name, NULL: from the array */
 	const char *overlay;         /* --overlay FILE */
+	const char *log;             /* --log FILE: the daemon's messages */
 	const char *mountpoint;      /* as given */
 	int nimages;
 	char **images;               /* argv's */
@@ -358,13 +366,14 @@ struct mount_args {
 static int parse_args(int argc, char **argv, struct mount_args *ma)
 {
 	enum { OPT_NAME = 0x2001, OPT_ALLOW_OTHER, OPT_THREADS, OPT_ALLOW_REPAIR, OPT_SCRUB_LOG, OPT_SPEED_MIN,
-	       OPT_SPEED_MAX, OPT_OVERLAY };
+	       OPT_SPEED_MAX, OPT_OVERLAY, OPT_LOG };
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "overlay", required_argument, NULL, OPT_OVERLAY },
+		{ "log", required_argument, NULL, OPT_LOG },
 		{ "allow-repair", no_argument, NULL, OPT_ALLOW_REPAIR },
 		{ "scrub-log", required_argument, NULL, OPT_SCRUB_LOG },
 		{ "speed-limit-min", required_argument, NULL, OPT_SPEED_MIN },
@@ -397,6 +406,7 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 			break;
 		case OPT_ALLOW_REPAIR: ma->so.allow_repair = ma->scrub_opts = true; break;
 		case OPT_OVERLAY: ma->overlay = optarg; break;
+		case OPT_LOG: ma->log = optarg; break;
 		case OPT_SCRUB_LOG: ma->so.log_path = optarg; ma->scrub_opts = true; break;
 		case OPT_SPEED_MIN:
 		case OPT_SPEED_MAX:
@@ -507,6 +517,21 @@ static int run_mount(struct mount_args *ma, const struct stat *st)
 		msg("%s", err);
 		goto out;
 	}
+	if (ma->log) {
+		/* appended to, never evidence (outfile.h) */
+		struct outfile_opts oo = { .append = true };
+		struct outfile lf;
+
+		if (outfile_open(&lf, ma->log, &oo, err, sizeof(err))) {
+			msg("--log: %s", err);
+			goto out;
+		}
+		log_fd = lf.fd;
+		lf.fd = -1;
+		outfile_abort(&lf);
+		if (ma->foreground)
+			dup2(log_fd, STDERR_FILENO);
+	}
 	if (ma->foreground)
 		ret = run_foreground(fs, mnt, name);
 	else
@@ -520,6 +545,8 @@ out:
 	array_free(a);
 	free(default_name);
 	free(mnt);
+	if (log_fd >= 0)
+		close(log_fd);
 	return ret;
 }
 

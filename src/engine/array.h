@@ -140,6 +140,14 @@ int array_read(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *b
 /* array_read telling obs (may be NULL) where each byte came from: per
  * chunk, VOLUME_SRC_MEMBER with the member read, VOLUME_SRC_REBUILT with
  * the members used, VOLUME_SRC_UNREADABLE (volume.h). */
+/* Bytes one thread that calls array_read may come to hold in its
+ * per-thread buffers (parity sink, rebuild scratch; freed when the thread
+ * ends): for sizing a pool of readers to a memory limit.  The rebuild
+ * scratch is counted only when the array has something to rebuild
+ * (missing members, untrusted ranges); a healthy array's reader needs it
+ * only after a read error, and then gets ENOMEM if it cannot be had. */
+size_t array_read_thread_bytes(const struct array *a);
+
 int array_read_observed(struct array *a, void *buf, size_t len, uint64_t off, uint64_t *bad_off,
 			const struct volume_observer *obs);
 

@@ -595,6 +595,47 @@ int array_read_observed(struct array *a, void *vbuf, size_t len, uint64_t off, u
 	return read_geometry(a, vbuf, len, off, bad_off, obs);
 }
 
+/* The rebuild path's window of one member (bytes), for n members. */
+static uint64_t rebuild_window(int n)
+{
+	uint64_t window = REBUILD_WINDOW;
+
+	/* keep the per-thread scratch (window x members) bounded, whatever
+	 * the chunk size: big chunks are rebuilt in column pieces */
+	if (window * (uint64_t)n > REBUILD_SCRATCH)
+		window = REBUILD_SCRATCH / (uint64_t)n / FAIL_BLOCK * FAIL_BLOCK;
+	return window;
+}
+
+static bool needs_rebuild_scratch(const struct array *a)
+{
+	if (a->nmissing)
+		return true;
+	for (int r = 0; r < a->geom.raid_disks; r++)
+		if (a->members[r].untrusted_ranges || a->members[r].readable_bytes < a->member_bytes)
+			return true;
+	return false;
+}
+
+size_t array_read_thread_bytes(const struct array *a)
+{
+	size_t bytes = 0;
+
+	for (const struct array *g = a; g; g = g->prev) {
+		int n = g->geom.raid_disks;
+		uint64_t w = rebuild_window(n);
+		size_t b = g->geom.chunk_bytes <= SINK_MAX_CHUNK ? SINK_BYTES : 0;
+
+		/* read_piece: windows of every member, two parity rows, and
+		 * a byte per UNIT of each window (bad-block marks) */
+		if (needs_rebuild_scratch(a))
+			b += (size_t)(w * (uint64_t)n + 2 * w + w * (uint64_t)n / UNIT + 1);
+		if (b > bytes)
+			bytes = b;
+	}
+	return bytes;
+}
+
 /* array_read over one geometry (the only one unless a reshape is caught). */
 static int read_geometry(struct array *a, void *vbuf, size_t len, uint64_t off, uint64_t *bad_off,
 			 const struct volume_observer *obs)
@@ -603,17 +644,13 @@ static int read_geometry(struct array *a, void *vbuf, size_t len, uint64_t off, 
 	uint64_t end = off + len;
 	uint64_t cb = a->geom.chunk_bytes;
 	uint64_t sbytes = cb * (uint64_t)a->k;
-	uint64_t window = REBUILD_WINDOW;
+	uint64_t window = rebuild_window(a->geom.raid_disks);
 	uint64_t rows_per_window;
 	uint64_t retry_end = 0;      /* stripes below this go the rebuild way */
 	uint64_t bad = 0;
 	uint64_t s, s_last;
 	int ret = 0;
 
-	/* keep the per-thread scratch (window x members) bounded, whatever
-	 * the chunk size: big chunks are rebuilt in column pieces */
-	if (window * (uint64_t)a->geom.raid_disks > REBUILD_SCRATCH)
-		window = REBUILD_SCRATCH / (uint64_t)a->geom.raid_disks / FAIL_BLOCK * FAIL_BLOCK;
 	rows_per_window = window / cb ? window / cb : 1;
 	if (len == 0)
 		return 0;

@@ -33,9 +33,11 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -71,6 +73,7 @@ struct fuse_fs {
 	char *image_name;            /* owned; NULL in a file mount */
 	bool file_mount;
 	unsigned max_threads;
+	unsigned threads_asked;      /* --threads when the memory limit lowered it, else 0 */
 	bool allow_other, debug;
 	uid_t uid;
 	gid_t gid;
@@ -324,6 +327,7 @@ int fuse_fs_status(struct fuse_fs *fs, char **out, size_t *len)
 		.pid = getpid(),
 		.started_ns = fs->started_ns,
 		.max_threads = fs->max_threads,
+		.threads_asked = fs->threads_asked,
 		.read_only = !fs->ov,
 		.overlay = fs->ov,
 		.allow_other = fs->allow_other,
@@ -951,6 +955,56 @@ static void *ready_main(void *p)
 	return NULL;
 }
 
+/* Room for the threads libfuse starts: each takes a stack, libfuse's
+ * request buffer (max_write + a page, malloc'd), our reply buffer
+ * (thread_buf, 2 MiB) and the read path's per-thread buffers
+ * (array_read_thread_bytes).  Under an address-space limit (ulimit -v)
+ * libfuse ends the whole session when it cannot allocate a request
+ * buffer, so the threads are capped to what fits, their stacks made small
+ * (the handlers need little) and malloc kept to two arenas (each thread's
+ * own arena reserves 64 MiB of address space); said on stderr (the
+ * daemon's --log).  A request that still finds no memory is answered
+ * ENOMEM and the mount keeps serving. */
+#define THREAD_STACK (512u << 10)
+#define FUSE_REQ_BUF ((1u << 20) + 2 * 4096u)
+#define REPLY_BUF (2u << 20)
+#define AS_RESERVE (64u << 20)       /* for the process's own growth */
+
+static void fit_threads(struct fuse_fs *fs)
+{
+	pthread_attr_t attr;
+	struct rlimit rl;
+	unsigned long pages = 0;
+	uint64_t used, cost, fit;
+	FILE *f;
+
+	if (!pthread_attr_init(&attr)) {
+		if (!pthread_attr_setstacksize(&attr, THREAD_STACK))
+			pthread_setattr_default_np(&attr);
+		pthread_attr_destroy(&attr);
+	}
+	if (getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	mallopt(M_ARENA_MAX, 2);
+	f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return;
+	if (fscanf(f, "%lu", &pages) != 1)
+		pages = 0;
+	fclose(f);
+	used = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	cost = THREAD_STACK + FUSE_REQ_BUF + REPLY_BUF + array_read_thread_bytes(fs->a);
+	fit = rl.rlim_cur > used + AS_RESERVE ? (rl.rlim_cur - used - AS_RESERVE) / cost : 0;
+	if (fit < 2)
+		fit = 2;
+	if (fit < fs->max_threads) {
+		msg("--threads %u: %" PRIu64 " fit in the address-space limit (ulimit -v %llu KiB): serving with %"
+		    PRIu64, fs->max_threads, fit, (unsigned long long)rl.rlim_cur / 1024, fit);
+		fs->threads_asked = fs->max_threads;
+		fs->max_threads = (unsigned)fit;
+	}
+}
+
 int fuse_fs_run(struct fuse_fs *fs, fuse_fs_ready_fn ready, void *arg)
 {
 	struct fuse_loop_config *cfg;
@@ -962,6 +1016,7 @@ int fuse_fs_run(struct fuse_fs *fs, fuse_fs_ready_fn ready, void *arg)
 
 	if (!fs->mounted)
 		return -EINVAL;
+	fit_threads(fs);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		ret = -ENOMEM;

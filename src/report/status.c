@@ -140,9 +140,12 @@ static void put_mount(FILE *f, const struct status_mount *m)
 		fputs("null", f);
 	fprintf(f, ",\"pid\":%ld,\"uptime_seconds\":%.3f,\"max_threads\":%u,\"read_only\":%s"
 		",\"allow_other\":%s,\"read_ahead_kb\":%d,\"read_requests\":%" PRIu64 ",\"read_bytes\":%" PRIu64
-		",\"read_errors\":%" PRIu64 "}",
+		",\"read_errors\":%" PRIu64,
 		(long)m->pid, (double)up / 1e9, m->max_threads, m->read_only ? "true" : "false",
 		m->allow_other ? "true" : "false", m->read_ahead_kb, m->read_requests, m->read_bytes, m->read_errors);
+	if (m->threads_asked)
+		fprintf(f, ",\"threads_asked\":%u", m->threads_asked);
+	fputc('}', f);
 }
 
 int status_json(const struct array *a, const struct status_mount *mnt, char **out, size_t *len)

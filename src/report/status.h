@@ -33,6 +33,7 @@ struct status_mount {
 	pid_t pid;                   /* of the process serving the mount */
 	uint64_t started_ns;         /* now_ns() when the mount was made */
 	unsigned max_threads;
+	unsigned threads_asked;      /* --threads when the memory limit lowered it, else 0 */
 	bool read_only;
 	bool allow_other;
 	int read_ahead_kb;           /* of the mount (kernel read-ahead); -1 unknown */

@@ -161,8 +161,12 @@ static int run_random(const char *file, const char *ref, int n, int procs, size_
 			printf("fork: %s\n", strerror(errno));
 			return 2;
 		}
-		if (pid == 0)
-			_exit(random_reader(file, ref, n, max_len, seed + (uint64_t)p));
+		if (pid == 0) {
+			int ret = random_reader(file, ref, n, max_len, seed + (uint64_t)p);
+
+			fflush(stdout);      /* _exit drops what stdio still holds */
+			_exit(ret);
+		}
 	}
 	for (int p = 0; p < procs; p++) {
 		int status;
