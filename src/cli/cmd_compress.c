@@ -232,7 +232,7 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 	o->w.level = 3;
 	o->w.frame_bytes = 1u << 20;
 	o->w.nthreads = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		switch (opt) {
 		case 'o': o->out = optarg; break;
 		case OPT_LEVEL:
@@ -261,15 +261,13 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 		case OPT_HASH: o->hash = true; break;
 		case OPT_RECORD: o->record = optarg; o->hash = true; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
 	if (optind != argc - 1) {
 		if (optind >= argc)
-			msg("compress: give one IMAGE");
-		else
-			msg("compress: one IMAGE at a time (got %d)", argc - optind);
-		return -1;
+			return cli_usage_error("give one IMAGE");
+		return cli_usage_error("one IMAGE at a time (got %d)", argc - optind);
 	}
 	o->in = argv[optind];
 	if (!o->out) {

@@ -485,7 +485,7 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct custo
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "jh", longopts)) != -1) {
 		int r = array_args_opt(aa, opt, optarg);
 		if (r < 0)
 			return -1;
@@ -494,13 +494,11 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct custo
 		switch (opt) {
 		case 'j': *json = true; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return -1;
-	}
+	if (optind >= argc)
+		return cli_usage_error("give the member images");
 	return 0;
 }
 
@@ -540,7 +538,7 @@ int cmd_examine(int argc, char **argv)
 	if (array_args_prepare(&aa, nimages, images))
 		goto out;
 	/* the verdict carries the reason when it fails */
-	if (array_assemble(&aa.ao, &a, err, sizeof(err)))
+	if (array_args_assemble(&aa, &a, err, sizeof(err)))
 		a = NULL;
 	/* --hash/--record: the image files and the whole array (custody.c) */
 	if (a && co.hash && examine_custody(&cr, &co, a, &aa, argc, argv))

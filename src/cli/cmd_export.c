@@ -110,7 +110,7 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 
 	/* (--level is the RAID level of a manual geometry: the zstd level is
 	 * --zstd-level) */
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		if (opt == OPT_LEVEL) {
 			if (parse_int(optarg, -7, ZSTD_maxCLevel(), &v) || !v) {
 				msg("--zstd-level %s: give a zstd level from -7 to %d (not 0)", optarg, ZSTD_maxCLevel());
@@ -156,15 +156,16 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 		case OPT_OVERWRITE: o->overwrite = true; break;
 		case OPT_OVERLAY: o->overlay = optarg; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return -1;
-	}
-	if (!o->out) {
-		msg("export: give the output with -o OUT");
+	if (optind >= argc)
+		return cli_usage_error("give the member images");
+	if (!o->out)
+		return cli_usage_error("give the output with -o OUT");
+	if (!strcmp(o->out, "-") && isatty(STDOUT_FILENO)) {
+		msg("standard output is a terminal: refusing to write the array's bytes there (give -o FILE, "
+		    "or a pipe)");
 		return -1;
 	}
 	if (o->overlay && (o->co.hash || o->co.record || o->co.provenance)) {

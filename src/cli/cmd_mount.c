@@ -386,7 +386,7 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 	long long threads;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "fdh", longopts)) != -1) {
 		int r = array_args_opt(&ma->aa, opt, optarg);
 		if (r < 0)
 			return -1;
@@ -416,14 +416,11 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 			ma->scrub_opts = true;
 			break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (argc - optind < 2) {
-		msg("give the member images and then the mountpoint");
-		usage(stderr);
-		return -1;
-	}
+	if (argc - optind < 2)
+		return cli_usage_error("give the member images and then the mountpoint");
 	if (ma->overlay && ma->so.allow_repair) {
 		msg("--overlay keeps the member images untouched; it cannot be combined with --allow-repair");
 		return -1;

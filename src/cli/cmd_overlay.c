@@ -174,24 +174,24 @@ int cmd_overlay(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (argc < 2) {
-		usage(stderr);
+		cli_usage_error("give an action: info or discard");
 		return EXIT_ERR;
 	}
 	action = argv[1];
 	if (strcmp(action, "info") && strcmp(action, "discard")) {
-		msg("overlay: unknown action '%s' (info or discard)", action);
+		cli_usage_error("unknown action '%s' (info or discard)", action);
 		return EXIT_ERR;
 	}
 	optind = 1;
-	while ((opt = getopt_long(argc - 1, argv + 1, "h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc - 1, argv + 1, "h", longopts)) != -1) {
 		switch (opt) {
 		case 'j': json = true; break;
 		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_ERR;
+		default: return EXIT_ERR;
 		}
 	}
 	if (argc - 1 - optind != 1) {
-		msg("overlay %s: give one overlay file", action);
+		cli_usage_error("%s: give one overlay file", action);
 		return EXIT_ERR;
 	}
 	if (!strcmp(action, "discard")) {

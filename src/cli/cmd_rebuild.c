@@ -69,7 +69,7 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct rebui
 	long long v;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		int r = array_args_opt(aa, opt, optarg);
 		if (!r)
 			r = scrub_engine_opt(&ra->so, &ra->progress, opt, optarg);
@@ -89,13 +89,11 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct rebui
 		case O_OVER: ra->overwrite = true; break;
 		case O_JSON: ra->json = true; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc || ra->role < 0 || !ra->output) {
-		msg("rebuild needs the members, --role K and -o NEW.img (raidimg rebuild --help)");
-		return -1;
-	}
+	if (optind >= argc || ra->role < 0 || !ra->output)
+		return cli_usage_error("give the members, --role K and -o NEW.img");
 	return 0;
 }
 

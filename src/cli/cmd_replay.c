@@ -205,7 +205,7 @@ int cmd_replay(int argc, char **argv)
 	long long nthreads = 2;
 	int opt, ret = EXIT_ERR;
 
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case OPT_OVERWRITE: overwrite = true; break;
@@ -216,11 +216,11 @@ int cmd_replay(int argc, char **argv)
 			}
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_ERR;
+		default: return EXIT_ERR;
 		}
 	}
 	if (optind != argc - 1) {
-		usage(stderr);
+		cli_usage_error(optind >= argc ? "give the record" : "one record at a time");
 		return EXIT_ERR;
 	}
 	record = argv[optind];

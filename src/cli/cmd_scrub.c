@@ -149,7 +149,7 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub
 	long long v;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "h", longopts)) != -1) {
 		int r = array_args_opt(aa, opt, optarg);
 		if (!r)
 			r = scrub_engine_opt(&sa->so, &sa->progress, opt, optarg);
@@ -170,13 +170,11 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub
 			sa->so.checkpoint_ns = (uint64_t)v * 1000000000ull;
 			break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return -1;
-	}
+	if (optind >= argc)
+		return cli_usage_error("give the member images");
 	return 0;
 }
 
@@ -227,7 +225,7 @@ int cmd_scrub(int argc, char **argv)
 		if (check_writable(&aa))
 			goto out_args;
 	}
-	if (array_assemble(&aa.ao, &c.a, err, sizeof(err))) {
+	if (array_args_assemble(&aa, &c.a, err, sizeof(err))) {
 		msg("%s", err);
 		goto out_args;
 	}

@@ -83,7 +83,7 @@ static int check_stdout(int ret)
 static int run(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
+		cli_usage_error("give a command");
 		return EXIT_ERR;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -95,9 +95,14 @@ static int run(int argc, char **argv)
 		return EXIT_OK;
 	}
 	for (size_t i = 0; i < ARRAY_LEN(commands); i++)
-		if (!strcmp(argv[1], commands[i].name))
+		if (!strcmp(argv[1], commands[i].name)) {
+			cli_command = commands[i].name;
 			return commands[i].fn(argc - 1, argv + 1);
-	msg("unknown command '%s' (raidimg --help lists them)", argv[1]);
+		}
+	if (argv[1][0] == '-')
+		msg("unrecognized option '%s' before the command (raidimg --help lists the commands)", argv[1]);
+	else
+		msg("unknown command '%s' (raidimg --help lists them)", argv[1]);
 	return EXIT_ERR;
 }
 
