@@ -45,7 +45,7 @@ struct ctl_file {
 	struct mount_scrub *ms;
 };
 
-enum { CTL_ACTION, CTL_MIN, CTL_MAX, CTL_MISMATCH, NCTL };
+enum { CTL_ACTION, CTL_MIN, CTL_MAX, CTL_MISMATCH, CTL_COMPLETED, CTL_SPEED, CTL_DEGRADED, CTL_STATE, NCTL };
 
 struct mount_scrub {
 	struct array *a;             /* borrowed */
@@ -477,6 +477,62 @@ static int show_mismatch_cnt(struct mount_scrub *ms, char *buf, size_t len)
 	return 0;
 }
 
+/* md's sync_completed: sectors of each member done / of the whole member
+ * while a scrub runs, "none" otherwise. */
+static int show_completed(struct mount_scrub *ms, char *buf, size_t len)
+{
+	struct scrub_progress p;
+
+	pthread_mutex_lock(&ms->lock);
+	if (ms->cur) {
+		scrub_get_progress(ms->cur, &p);
+		snprintf(buf, len, "%" PRIu64 " / %" PRIu64 "\n", p.next_stripe * ms->a->geom.chunk_bytes / 512,
+			 ms->a->stripes * ms->a->geom.chunk_bytes / 512);
+	} else {
+		snprintf(buf, len, "none\n");
+	}
+	pthread_mutex_unlock(&ms->lock);
+	return 0;
+}
+
+/* md's sync_speed: KiB/s per member of the running scrub, "none" when idle. */
+static int show_speed(struct mount_scrub *ms, char *buf, size_t len)
+{
+	struct scrub_progress p;
+
+	pthread_mutex_lock(&ms->lock);
+	if (ms->cur) {
+		scrub_get_progress(ms->cur, &p);
+		snprintf(buf, len, "%" PRIu64 "\n", (uint64_t)(p.speed / 1024));
+	} else {
+		snprintf(buf, len, "none\n");
+	}
+	pthread_mutex_unlock(&ms->lock);
+	return 0;
+}
+
+/* md's degraded: members missing or not in sync. */
+static int show_degraded(struct mount_scrub *ms, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d\n", ms->a->nmissing);
+	return 0;
+}
+
+/* md's array_state, in md's words: "readonly" when the members were opened
+ * read-only (they are never written: the default, and --overlay), else
+ * (--allow-repair) "active" while a repair may write and "clean" when
+ * nothing writes. */
+static int show_state(struct mount_scrub *ms, char *buf, size_t len)
+{
+	const char *w;
+
+	pthread_mutex_lock(&ms->lock);
+	w = !ms->allow_repair ? "readonly" : ms->cur && ms->cur_mode == SCRUB_REPAIR ? "active" : "clean";
+	pthread_mutex_unlock(&ms->lock);
+	snprintf(buf, len, "%s\n", w);
+	return 0;
+}
+
 /* What an open of a control file holds: the text at the open. */
 struct ctl_handle {
 	size_t len;
@@ -760,6 +816,10 @@ static int add_files(struct mount_scrub *ms, char *err, size_t errlen)
 		[CTL_MIN] = { "sync_speed_min", show_min, store_min },
 		[CTL_MAX] = { "sync_speed_max", show_max, store_max },
 		[CTL_MISMATCH] = { "mismatch_cnt", show_mismatch_cnt, NULL },
+		[CTL_COMPLETED] = { "sync_completed", show_completed, NULL },
+		[CTL_SPEED] = { "sync_speed", show_speed, NULL },
+		[CTL_DEGRADED] = { "degraded", show_degraded, NULL },
+		[CTL_STATE] = { "array_state", show_state, NULL },
 	};
 
 	for (int i = 0; i < NCTL; i++) {

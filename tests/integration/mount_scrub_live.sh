@@ -30,6 +30,10 @@ if $T "$RAIDIMG" mount --speed-limit-max 64 --scrub-log "$log" "${imgs[@]}" "$mn
 	ctl "$mnt" sync_action check
 	check "a slow check is running" wait_until 30 scrub_running "$mnt"
 	check "sync_action reads check while it runs" test "$($T cat "$mnt/sync_action")" = check
+	member_sectors=$((stripes * 65536 / 512))
+	check "sync_completed reads 'DONE / $member_sectors' (sectors per member) while it runs" \
+		grep -Eq "^[0-9]+ / $member_sectors\$" <($T cat "$mnt/sync_completed")
+	check "sync_speed reads a number (KiB/s per member) while it runs" grep -Eq '^[0-9]+$' <($T cat "$mnt/sync_speed")
 	check "mismatch_cnt counts already (the bad stripe 9 is in the first batch)" \
 		test "$($T cat "$mnt/mismatch_cnt")" = 8
 	check "check while checking: EBUSY" ctl_fails "$mnt" sync_action check "Device or resource busy"
