@@ -87,7 +87,7 @@ static void print_stats(const struct array *a, double secs, const struct splice_
 {
 	uint64_t req = atomic_load(&a->io.requests), rb = atomic_load(&a->io.bytes);
 
-	fprintf(stderr, "{\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"method\":\"%s\",\"member_requests\":%" PRIu64
+	fprintf(stderr, "{\"bytes_served\":%" PRIu64 ",\"seconds\":%.6f,\"method\":\"%s\",\"member_requests\":%" PRIu64
 		",\"member_request_bytes\":%" PRIu64 ",\"avg_member_request_bytes\":%.0f"
 		",\"stripes_rebuilt\":%" PRIu64 ",\"read_errors_recovered\":%" PRIu64,
 		atomic_load(&a->bytes_served), secs, zc ? "zero-copy" : "pipeline", req, rb,

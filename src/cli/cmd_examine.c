@@ -398,7 +398,7 @@ static void print_array_json(FILE *f, const struct array *a)
 		a->array_bytes);
 	if (a->has_meta) {
 		meta_uuid_format(a->uuid, uuid);
-		fprintf(f, ",\"metadata\":\"%s\",\"uuid\":\"%s\",\"name\":", a->meta_format, uuid);
+		fprintf(f, ",\"metadata\":\"%s\",\"array_uuid\":\"%s\",\"name\":", a->meta_format, uuid);
 		json_str(f, a->name);
 		fprintf(f, ",\"events\":%" PRIu64, a->events);
 	} else {

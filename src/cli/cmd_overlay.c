@@ -41,7 +41,7 @@ static void put_identity_json(FILE *f, const struct overlay_identity *id)
 {
 	char uuid[40];
 
-	fprintf(f, "\"array\":{\"kind\":\"%s\",\"uuid\":", id->kind == OVERLAY_ID_MD ? "md" : "manual");
+	fprintf(f, "\"array\":{\"kind\":\"%s\",\"array_uuid\":", id->kind == OVERLAY_ID_MD ? "md" : "manual");
 	if (id->kind == OVERLAY_ID_MD) {
 		meta_uuid_format(id->uuid, uuid);
 		fprintf(f, "\"%s\",\"name\":", uuid);
@@ -54,7 +54,7 @@ static void put_identity_json(FILE *f, const struct overlay_identity *id)
 	fprintf(f, ",\"level\":%d,\"layout\":%d,\"layout_name\":", id->level, id->layout);
 	json_str(f, layout_name(id->level, id->layout));
 	fprintf(f, ",\"raid_disks\":%d,\"chunk_bytes\":%" PRIu32 ",\"member_bytes\":%" PRIu64
-		",\"array_bytes\":%" PRIu64 ",\"data_offset\":%" PRIu64 "}",
+		",\"array_bytes\":%" PRIu64 ",\"data_offset_bytes\":%" PRIu64 "}",
 		id->raid_disks, id->chunk_bytes, id->member_bytes, id->array_bytes, id->data_offset);
 }
 

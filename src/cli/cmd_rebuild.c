@@ -237,7 +237,7 @@ static void print_result(const struct rebuild_args *ra, const struct array *a, c
 	if (ra->json) {
 		printf("{\"type\":\"rebuild\",\"role\":%d,\"output\":", ra->role);
 		json_path(stdout, ra->output, "output");
-		printf(",\"image_bytes\":%" PRIu64 ",\"data_offset\":%" PRIu64 ",\"stripes\":%" PRIu64
+		printf(",\"image_bytes\":%" PRIu64 ",\"data_offset_bytes\":%" PRIu64 ",\"stripes\":%" PRIu64
 		       ",\"bytes_written\":%" PRIu64 ",\"member_requests\":%" PRIu64 ",\"member_request_bytes\":%" PRIu64
 		       ",\"seconds\":%.6f", bytes, ra->so.rebuild_data_offset, a->stripes, p->bytes_written,
 		       p->member_requests, p->member_request_bytes, p->seconds);

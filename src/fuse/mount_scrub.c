@@ -673,10 +673,10 @@ static void put_counts(FILE *f, const struct array *a, const struct scrub_progre
 		",\"writes\":%" PRIu64 ",\"bytes_written\":%" PRIu64 ",\"stripes_unchecked\":%" PRIu64
 		",\"read_errors\":%" PRIu64, p->mismatches, p->mismatch_units, p->mismatch_units * 8, p->writes,
 		p->bytes_written, p->stripes_unchecked, p->read_errors);
-	fprintf(f, ",\"seconds\":%.3f,\"speed_bytes_per_second\":%.0f,\"speed_kib_per_second\":%.0f"
+	fprintf(f, ",\"seconds\":%.3f,\"speed_bytes_per_second\":%.0f"
 		",\"throttle_seconds\":%.3f,\"fg_backoffs\":%" PRIu64 ",\"member_requests\":%" PRIu64
 		",\"member_request_bytes\":%" PRIu64 ",\"avg_member_request_bytes\":%" PRIu64,
-		p->seconds, p->speed, p->speed / 1024, (double)p->throttle_ns / 1e9, p->fg_backoffs, req, rb,
+		p->seconds, p->speed, (double)p->throttle_ns / 1e9, p->fg_backoffs, req, rb,
 		req ? rb / req : 0);
 }
 
@@ -720,9 +720,8 @@ static void put_status(FILE *f, struct mount_scrub *ms)
 	fprintf(f, ",\"runs\":%" PRIu64 ",\"repair_allowed\":%s,\"refused\":", ms->runs,
 		ms->allow_repair ? "true" : "false");
 	json_str_or_null(f, ms->refused);
-	fprintf(f, ",\"speed_limit_min_kib\":%" PRIu64 ",\"speed_limit_max_kib\":%" PRIu64
-		",\"speed_limit_min_bytes\":%" PRIu64 ",\"speed_limit_max_bytes\":%" PRIu64,
-		kib(ms->speed_min), kib(ms->speed_max), ms->speed_min, ms->speed_max);
+	fprintf(f, ",\"speed_limit_min_bytes_per_second\":%" PRIu64 ",\"speed_limit_max_bytes_per_second\":%" PRIu64,
+		ms->speed_min, ms->speed_max);
 	put_counts(f, ms->a, &p, have);
 	put_recent(f, ms);
 	pthread_mutex_unlock(&ms->lock);

@@ -120,8 +120,8 @@ void scrub_report_summary_json(FILE *f, const struct array *a, const struct scru
 		",\"mismatches\":%" PRIu64 ",\"mismatch_units\":%" PRIu64 ",\"md_mismatch_cnt\":%" PRIu64
 		",\"writes\":%" PRIu64 ",\"bytes_written\":%" PRIu64 ",\"stripes_unchecked\":%" PRIu64
 		",\"read_errors\":%" PRIu64 ",\"member_requests\":%" PRIu64 ",\"member_request_bytes\":%" PRIu64
-		",\"avg_request_bytes\":%.0f,\"seconds\":%.6f,\"read_bytes_per_second\":%.0f"
-		",\"throttle_seconds\":%.3f,\"fg_backoffs\":%" PRIu64 ",\"ended_at\":\"%s\"}\n",
+		",\"avg_member_request_bytes\":%.0f,\"seconds\":%.6f,\"read_bytes_per_second\":%.0f"
+		",\"throttle_seconds\":%.3f,\"fg_backoffs\":%" PRIu64 ",\"finished\":\"%s\"}\n",
 		result, scrub_mode_name(mode), uuid, a->geom.level, a->geom.raid_disks, a->geom.chunk_bytes, a->stripes,
 		p->stripe_begin, p->stripe_end, p->resumed_at, p->next_stripe, p->mismatches, p->mismatch_units,
 		p->mismatch_units * 8, p->writes, p->bytes_written, p->stripes_unchecked, p->read_errors, req, rb,

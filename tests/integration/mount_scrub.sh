@@ -116,7 +116,7 @@ if $T "$RAIDIMG" mount --speed-limit-min 2000 --speed-limit-max 50M "${imgs[@]}"
 	check "--speed-limit-min 2000: sync_speed_min reads 2000 (KiB/s)" test "$($T cat "$mnt/sync_speed_min")" = 2000
 	check "--speed-limit-max 50M: sync_speed_max reads 51200" test "$($T cat "$mnt/sync_speed_max")" = 51200
 	check "status shows both limits" \
-		scrub_jq "$mnt" '.speed_limit_min_kib == 2000 and .speed_limit_max_kib == 51200 and .speed_limit_max_bytes == 52428800'
+		scrub_jq "$mnt" '.speed_limit_min_bytes_per_second == 2048000 and .speed_limit_max_bytes_per_second == 52428800'
 	ctl "$mnt" sync_speed_min 300
 	check "echo 300 > sync_speed_min" test "$($T cat "$mnt/sync_speed_min")" = 300
 	ctl "$mnt" sync_speed_max 1M
@@ -125,7 +125,7 @@ if $T "$RAIDIMG" mount --speed-limit-min 2000 --speed-limit-max 50M "${imgs[@]}"
 	check "echo unlimited > sync_speed_max: 0" test "$($T cat "$mnt/sync_speed_max")" = 0
 	check "a bad rate: EINVAL" ctl_fails "$mnt" sync_speed_min fast "Invalid argument"
 	check "status says what a rate is" scrub_jq "$mnt" '.refused | test("sync_speed_min") and test("KiB/s")'
-	check "the limits stay as they were" scrub_jq "$mnt" '.speed_limit_min_kib == 300 and .speed_limit_max_kib == 0'
+	check "the limits stay as they were" scrub_jq "$mnt" '.speed_limit_min_bytes_per_second == 307200 and .speed_limit_max_bytes_per_second == 0'
 	# a check uses the limits of the moment and reports the same
 	ctl "$mnt" sync_action check
 	check "the check ends" wait_scrub "$mnt" 1

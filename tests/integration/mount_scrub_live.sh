@@ -40,7 +40,7 @@ if $T "$RAIDIMG" mount --speed-limit-max 64 --scrub-log "$log" "${imgs[@]}" "$mn
 	check "repair while checking: EBUSY" ctl_fails "$mnt" sync_action repair "Device or resource busy"
 	check "status says a check is running" scrub_jq "$mnt" '.refused | test("a check is running")'
 	check "status: the limit in force, position and percent" \
-		scrub_jq "$mnt" ".speed_limit_max_kib == 64 and .next_stripe > 0 and .percent > 0 and .percent < 100 and .stripes_total == $stripes"
+		scrub_jq "$mnt" ".speed_limit_max_bytes_per_second == 65536 and .next_stripe > 0 and .percent > 0 and .percent < 100 and .stripes_total == $stripes"
 	check "echo idle > sync_action" ctl "$mnt" sync_action idle
 	check "once idle returned: stopped mid-way" \
 		scrub_jq "$mnt" ".action == \"idle\" and .state == \"stopped\" and .result == \"interrupted\" and .runs == 1 and .stripes_done > 0 and .stripes_done < $stripes"
@@ -53,7 +53,7 @@ if $T "$RAIDIMG" mount --speed-limit-max 64 --scrub-log "$log" "${imgs[@]}" "$mn
 	check "echo unlimited > sync_speed_max while it runs" ctl "$mnt" sync_speed_max unlimited
 	check "the running check takes the new limit and finishes (it would need minutes at 64 KiB/s)" wait_scrub "$mnt" 2
 	check "the second check covered everything and found the bad data" \
-		scrub_jq "$mnt" ".result == \"mismatches\" and .mismatches == 1 and .stripes_done == $stripes and .recent_mismatches[0].kind == \"data\" and .speed_limit_max_kib == 0"
+		scrub_jq "$mnt" ".result == \"mismatches\" and .mismatches == 1 and .stripes_done == $stripes and .recent_mismatches[0].kind == \"data\" and .speed_limit_max_bytes_per_second == 0"
 	unmount "$mnt" "$pid"
 else
 	fail "mount: $(cat "$TMP/err")"

@@ -55,7 +55,7 @@ for c in $(fixture_cases); do
 	fi
 	# 1 MiB requests (whole chunk rows; a short tail joins the last one)
 	check "$c: requests coalesced (about 1 MiB each)" \
-		jqt '.avg_request_bytes >= 900 * 1024 and .avg_request_bytes <= 1536 * 1024' <<<"$summary"
+		jqt '.avg_member_request_bytes >= 900 * 1024 and .avg_member_request_bytes <= 1536 * 1024' <<<"$summary"
 
 	# other batch shapes give the same answer: small requests, column
 	# slices of a chunk (request smaller than the chunk), one reader; and
