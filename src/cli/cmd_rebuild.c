@@ -232,7 +232,7 @@ static uint64_t output_bytes(const struct array *a, const struct array_member *t
 static void print_result(const struct rebuild_args *ra, const struct array *a, const struct member_meta *m,
 			 bool has_meta, const struct scrub_progress *p, uint64_t bytes)
 {
-	char sz[32];
+	char sz[32], sp[40];
 
 	if (ra->json) {
 		printf("{\"type\":\"rebuild\",\"role\":%d,\"output\":", ra->role);
@@ -249,8 +249,9 @@ static void print_result(const struct rebuild_args *ra, const struct array *a, c
 		return;
 	}
 	printf("rebuilt role %d of the RAID%d into %s (%s, data at offset %" PRIu64 ", %" PRIu64 " stripes, %"
-	       PRIu64 " bytes written, %.2f s)\n", ra->role, a->geom.level, ra->output, fmt_size(bytes, sz, sizeof(sz)),
-	       ra->so.rebuild_data_offset, a->stripes, p->bytes_written, p->seconds);
+	       PRIu64 " bytes written, %.2f s, %s per member)\n", ra->role, a->geom.level, ra->output,
+	       fmt_size(bytes, sz, sizeof(sz)), ra->so.rebuild_data_offset, a->stripes, p->bytes_written, p->seconds,
+	       fmt_speed(p->seconds > 0 ? (double)p->done_bytes / p->seconds : 0, sp, sizeof(sp)));
 	if (has_meta)
 		printf("md %s superblock: role %d, device slot %d, events %" PRIu64 "\n", m->format, m->role,
 		       m->dev_number, m->events);

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "custody.h"
@@ -162,9 +163,9 @@ static int replay_read(const struct replay_spec *rs, struct array *a, const char
 	pl.nthreads = nthreads;
 	pl.consume = replay_consume;
 	pl.ctx = &ro;
-	progress_start(&ro.pg, "replay", rs->length);
+	progress_start(&ro.pg, "replay", rs->length, isatty(STDERR_FILENO));
 	ret = pipeline_run(&pl);
-	progress_end(&ro.pg);
+	progress_end(&ro.pg, ro.done, !ret);
 	if (ret || (ro.sink && sink_finish(ro.sink))) {
 		ret = EXIT_ERR;
 		goto out;

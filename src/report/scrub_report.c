@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "progress.h"
 #include "scrub_report.h"
 #include "util.h"
 
@@ -133,8 +134,8 @@ void scrub_report_summary_text(FILE *f, const struct array *a, const struct scru
 			       enum scrub_mode mode)
 {
 	uint64_t req = p->member_requests, rb = p->member_request_bytes;
-	double avg = req ? (double)rb / (double)req : 0, mbps = p->seconds > 0 ? (double)rb / p->seconds / 1e6 : 0;
-	char s1[32], s2[32];
+	double avg = req ? (double)rb / (double)req : 0, secs = p->seconds;
+	char s1[32], s2[32], s3[32], r1[40], r2[40];
 
 	fprintf(f, "scrub: %s: stripes %" PRIu64 "-%" PRIu64 " of %" PRIu64 " (this run from %" PRIu64 ", done up to %"
 	       PRIu64 "): %" PRIu64 " mismatch%s (md mismatch_cnt %" PRIu64 ")", result, p->stripe_begin,
@@ -147,8 +148,11 @@ void scrub_report_summary_text(FILE *f, const struct array *a, const struct scru
 		fprintf(f, ", %" PRIu64 " stripes not checkable", p->stripes_unchecked);
 	if (p->read_errors)
 		fprintf(f, ", %" PRIu64 " read errors", p->read_errors);
-	fprintf(f, "\nscrub: read %s in %" PRIu64 " member requests (%s each on average) in %.2f s, %.0f MB/s\n",
-	       fmt_size(rb, s1, sizeof(s1)), req, fmt_size((uint64_t)avg, s2, sizeof(s2)), p->seconds, mbps);
+	/* the bar's units: binary, and per member as the bar and md's speeds */
+	fprintf(f, "\nscrub: read %s (%s per member) in %" PRIu64 " member requests (%s each on average) in %.2f s: "
+		"%s, %s per member\n", fmt_size(rb, s1, sizeof(s1)), fmt_size(p->done_bytes, s3, sizeof(s3)), req,
+		fmt_size((uint64_t)avg, s2, sizeof(s2)), secs, fmt_speed(secs > 0 ? (double)rb / secs : 0, r1, sizeof(r1)),
+		fmt_speed(secs > 0 ? (double)p->done_bytes / secs : 0, r2, sizeof(r2)));
 }
 
 void scrub_report_write_text(FILE *f, const struct scrub_write *w)
