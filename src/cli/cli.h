@@ -100,6 +100,7 @@ int cmd_cat(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_scrub(int argc, char **argv);
+int cmd_scrub_merge(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
 int cmd_compress(int argc, char **argv);
 int cmd_export(int argc, char **argv);
