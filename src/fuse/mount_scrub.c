@@ -674,7 +674,7 @@ static void put_counts(FILE *f, const struct array *a, const struct scrub_progre
 		",\"read_errors\":%" PRIu64, p->mismatches, p->mismatch_units, p->mismatch_units * 8, p->writes,
 		p->bytes_written, p->stripes_unchecked, p->read_errors);
 	fprintf(f, ",\"seconds\":%.3f,\"speed_bytes_per_second\":%.0f"
-		",\"throttle_seconds\":%.3f,\"fg_backoffs\":%" PRIu64 ",\"member_requests\":%" PRIu64
+		",\"throttle_seconds\":%.3f,\"foreground_backoffs\":%" PRIu64 ",\"member_requests\":%" PRIu64
 		",\"member_request_bytes\":%" PRIu64 ",\"avg_member_request_bytes\":%" PRIu64,
 		p->seconds, p->speed, (double)p->throttle_ns / 1e9, p->fg_backoffs, req, rb,
 		req ? rb / req : 0);

@@ -146,7 +146,7 @@ static int parse_summary(struct getter *g, json_object *o, struct summary *s)
 	s->read_errors = u64(g, o, "read_errors");
 	s->requests = u64(g, o, "member_requests");
 	s->request_bytes = u64(g, o, "member_request_bytes");
-	s->fg_backoffs = u64(g, o, "fg_backoffs");
+	s->fg_backoffs = u64(g, o, "foreground_backoffs");
 	s->seconds = dbl(g, o, "seconds");
 	s->throttle_seconds = dbl(g, o, "throttle_seconds");
 	if (g->bad)

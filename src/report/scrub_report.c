@@ -149,7 +149,7 @@ void scrub_report_summary_json_id(FILE *f, const struct scrub_summary_id *id, co
 		",\"writes\":%" PRIu64 ",\"bytes_written\":%" PRIu64 ",\"stripes_unchecked\":%" PRIu64
 		",\"read_errors\":%" PRIu64 ",\"member_requests\":%" PRIu64 ",\"member_request_bytes\":%" PRIu64
 		",\"avg_member_request_bytes\":%.0f,\"seconds\":%.6f,\"read_bytes_per_second\":%.0f"
-		",\"throttle_seconds\":%.3f,\"fg_backoffs\":%" PRIu64 ",\"finished\":\"%s\"}\n",
+		",\"throttle_seconds\":%.3f,\"foreground_backoffs\":%" PRIu64 ",\"finished\":\"%s\"}\n",
 		p->resumed_at, p->next_stripe, p->mismatches, p->mismatch_units,
 		p->mismatch_units * 8, p->writes, p->bytes_written, p->stripes_unchecked, p->read_errors, req, rb,
 		req ? (double)rb / (double)req : 0, p->seconds, p->seconds > 0 ? (double)rb / p->seconds : 0,

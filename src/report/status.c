@@ -63,11 +63,14 @@ static void put_array(FILE *f, const struct array *a)
 	} else {
 		fputs(",\"metadata\":null", f);
 	}
-	if (a->prev)
-		fprintf(f, ",\"reshape\":{\"position_bytes\":%" PRIu64 ",\"backwards\":%s,\"previous_raid_disks\":%d"
-			",\"previous_layout\":%d,\"previous_chunk_bytes\":%u}",
-			a->reshape_bytes, a->reshape_backwards ? "true" : "false", a->prev->geom.raid_disks,
-			a->prev->geom.layout, a->prev->geom.chunk_bytes);
+	if (a->prev) {
+		/* as examine --json says it */
+		fprintf(f, ",\"reshape\":{\"position_bytes\":%" PRIu64 ",\"backwards\":%s,\"previous\":{\"raid_disks\":%d"
+			",\"data_disks\":%d,\"layout\":%d,\"layout_name\":", a->reshape_bytes,
+			a->reshape_backwards ? "true" : "false", a->prev->geom.raid_disks, a->prev->k, a->prev->geom.layout);
+		json_str(f, layout_name(a->prev->geom.level, a->prev->geom.layout));
+		fprintf(f, ",\"chunk_bytes\":%u}}", a->prev->geom.chunk_bytes);
+	}
 	fputc('}', f);
 }
 

@@ -87,7 +87,7 @@ if $T "$RAIDIMG" mount --speed-limit-max 2M --speed-limit-min 1000 "${imgs[@]}" 
 	check "the scrub finished while they read" wait_scrub "$mnt" 1
 	check "and found what it should" \
 		scrub_jq "$mnt" ".result == \"mismatches\" and .mismatches == 1 and .stripes_done == $stripes and .recent_mismatches[0].array_offset == $(mf "$c" '.corruption[0].array_byte_offset')"
-	pass "scrub meanwhile: $(scrub_get "$mnt" '"\(.seconds) s, \(.fg_backoffs) back-offs to readers, \(.member_requests) member requests"')"
+	pass "scrub meanwhile: $(scrub_get "$mnt" '"\(.seconds) s, \(.foreground_backoffs) back-offs to readers, \(.member_requests) member requests"')"
 	check "the whole image is still md's" test "$($T sha256sum "$img" | cut -d' ' -f1)" = "$(mf "$c" .expected_sha256)"
 	unmount "$mnt" "$pid"
 else

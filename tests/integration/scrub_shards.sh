@@ -35,7 +35,7 @@ check "the unsplit scrub: 8 mismatches, exit 1 (rc $rc)" \
 	jq -se '[.[] | select(.type == "mismatch")] | length == 8' "$TMP/full.json" >/dev/null
 records() { grep -v '"type":"summary"' "$1"; }
 # the summary without what depends on time and on how requests fell
-summary() { grep '"type":"summary"' "$1" | jq -cS 'del(.seconds, .read_bytes_per_second, .throttle_seconds, .finished, .member_requests, .avg_member_request_bytes, .fg_backoffs, .shards)'; }
+summary() { grep '"type":"summary"' "$1" | jq -cS 'del(.seconds, .read_bytes_per_second, .throttle_seconds, .finished, .member_requests, .avg_member_request_bytes, .foreground_backoffs, .shards)'; }
 
 for n in 1 3 7; do
 	files=()
