@@ -47,7 +47,7 @@ static void differ(char *buf, size_t len, const char *what, const char *there, c
 	snprintf(buf + used, len - used, "%s%s %s there, %s here", used ? "; " : "", what, there, here);
 }
 
-static const char *role_text(int role, char *buf, size_t len)
+const char *meta_role_name(int role, char *buf, size_t len)
 {
 	switch (role) {
 	case META_ROLE_SPARE: return "spare";
@@ -69,7 +69,7 @@ static void manual_vs_meta(const struct array *a, const struct assemble_opts *ao
 
 	buf[0] = '\0';
 	if (mm->role != r)
-		differ(buf, len, "role", role_text(mm->role, t1, sizeof(t1)), (snprintf(t2, sizeof(t2), "%d", r), t2));
+		differ(buf, len, "role", meta_role_name(mm->role, t1, sizeof(t1)), (snprintf(t2, sizeof(t2), "%d", r), t2));
 	if (mm->level != a->geom.level) {
 		snprintf(t1, sizeof(t1), "raid%d", mm->level);
 		snprintf(t2, sizeof(t2), "raid%d", a->geom.level);

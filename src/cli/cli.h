@@ -78,6 +78,10 @@ int array_args_assemble(struct array_args *aa, struct array **out, char *err, si
 int array_args_open(struct array_args *aa, int argc, char **argv, struct array **out);
 void array_args_free(struct array_args *aa);
 
+/* A metadata role as examine says it: the number, or spare, faulty,
+ * journal, removed (buf: 16 bytes at least). */
+const char *meta_role_name(int role, char *buf, size_t len);
+
 /* Print warnings collected during assembly to stderr. */
 void print_array_warnings(const struct array *a);
 

@@ -12,18 +12,6 @@
 #include "status.h"
 #include "util.h"
 
-static const char *meta_role_name(int role, char *buf, size_t len)
-{
-	switch (role) {
-	case META_ROLE_SPARE: return "spare";
-	case META_ROLE_FAULTY: return "faulty";
-	case META_ROLE_JOURNAL: return "journal";
-	case META_ROLE_MISSING: return "removed";
-	}
-	snprintf(buf, len, "%d", role);
-	return buf;
-}
-
 /* mdadm's "Array State" of what m saw: for each role, 'A' when one device
  * slot holds it, 'R' when two do (a replacement), '.' when none, '?' when
  * more; roles a shrinking reshape is taking away included.  out holds
@@ -43,24 +31,14 @@ static void meta_array_state(const struct member_meta *m, char *out, size_t len)
 	out[w] = '\0';
 }
 
-/* A superblock time as mdadm prints it (ctime's form), in UTC. */
-static const char *meta_time_text(uint64_t t, char *buf, size_t len)
+/* A superblock time in UTC: as mdadm prints it (ctime's form, iso false)
+ * or ISO 8601 (JSON). */
+static const char *meta_time(uint64_t t, bool iso, char *buf, size_t len)
 {
 	time_t tt = (time_t)t;
 	struct tm tm;
 
-	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%a %b %e %H:%M:%S %Y UTC", &tm))
-		snprintf(buf, len, "%" PRIu64, t);
-	return buf;
-}
-
-/* The same as ISO 8601 (JSON). */
-static const char *meta_time_iso(uint64_t t, char *buf, size_t len)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, iso ? "%Y-%m-%dT%H:%M:%SZ" : "%a %b %e %H:%M:%S %Y UTC", &tm))
 		snprintf(buf, len, "%" PRIu64, t);
 	return buf;
 }
@@ -224,8 +202,8 @@ static void print_member_text(const struct probed *p)
 	printf("  component size : %" PRIu64 " sectors\n", m->component_sectors);
 	printf("  events         : %" PRIu64 "\n", m->events);
 	printf("  state          : %s\n", m->resync_offset == UINT64_MAX ? "clean" : "not clean (resync pending)");
-	printf("  creation time  : %s\n", meta_time_text(m->ctime, tb, sizeof(tb)));
-	printf("  update time    : %s\n", meta_time_text(m->utime, tb, sizeof(tb)));
+	printf("  creation time  : %s\n", meta_time(m->ctime, false, tb, sizeof(tb)));
+	printf("  update time    : %s\n", meta_time(m->utime, false, tb, sizeof(tb)));
 	if (has_device_uuid(m)) {
 		meta_uuid_format(m->device_uuid, uuid);
 		printf("  device uuid    : %s\n", uuid);
@@ -284,8 +262,8 @@ static void print_member_json(FILE *f, const struct probed *p)
 		",\"component_sectors\":%" PRIu64 ",\"events\":%" PRIu64 ",\"clean\":%s,\"reshape\":%s",
 		m->dev_number, m->data_offset, m->data_offset * 512, m->component_sectors, m->events,
 		m->resync_offset == UINT64_MAX ? "true" : "false", m->reshape_active ? "true" : "false");
-	fprintf(f, ",\"created\":\"%s\"", meta_time_iso(m->ctime, tb, sizeof(tb)));
-	fprintf(f, ",\"updated\":\"%s\",\"device_uuid\":", meta_time_iso(m->utime, tb, sizeof(tb)));
+	fprintf(f, ",\"created\":\"%s\"", meta_time(m->ctime, true, tb, sizeof(tb)));
+	fprintf(f, ",\"updated\":\"%s\",\"device_uuid\":", meta_time(m->utime, true, tb, sizeof(tb)));
 	if (has_device_uuid(m)) {
 		meta_uuid_format(m->device_uuid, uuid);
 		fprintf(f, "\"%s\"", uuid);

@@ -226,15 +226,10 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub
 			break;
 		case O_METRICS: sa->metrics = optarg; break;
 		case O_LABEL:
-			if (scrub_metrics_label(optarg, err, sizeof(err))) {
+			if (scrub_metrics_label(&sa->m, optarg, err, sizeof(err))) {
 				msg("%s", err);
 				return -1;
 			}
-			if (sa->m.nlabels == SCRUB_METRICS_MAX_LABELS) {
-				msg("--metrics-label: at most %d", SCRUB_METRICS_MAX_LABELS);
-				return -1;
-			}
-			sa->m.labels[sa->m.nlabels++] = optarg;
 			break;
 		case O_CPI:
 			if (parse_int(optarg, 1, 86400 * 365, &v)) {
@@ -275,16 +270,8 @@ static int write_metrics(struct scrub_args *sa, const struct array *a, const str
 	m->result = result;
 	m->exit_status = ret;
 	m->finished = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	if (p) {
-		m->seconds = p->seconds;
-		m->read_bytes = p->member_request_bytes;
-		m->stripes = p->next_stripe > p->stripe_begin ? p->next_stripe - p->stripe_begin : 0;
-		m->mismatches = p->mismatches;
-		m->mismatch_sectors = p->mismatch_units * 8;
-		m->read_errors = p->read_errors;
-		m->stripes_unchecked = p->stripes_unchecked;
-		m->writes = p->writes;
-	}
+	if (p)
+		scrub_metrics_counts(m, p);
 	if (scrub_metrics_write(sa->metrics, m, err, sizeof(err))) {
 		msg("%s", err);
 		return EXIT_ERR;

@@ -62,15 +62,10 @@ static int parse_args(int argc, char **argv, struct merge_args *ma)
 		case O_OVERWRITE: ma->overwrite = true; break;
 		case O_METRICS: ma->metrics = optarg; break;
 		case O_LABEL:
-			if (scrub_metrics_label(optarg, err, sizeof(err))) {
+			if (scrub_metrics_label(&ma->m, optarg, err, sizeof(err))) {
 				msg("%s", err);
 				return -1;
 			}
-			if (ma->m.nlabels == SCRUB_METRICS_MAX_LABELS) {
-				msg("--metrics-label: at most %d", SCRUB_METRICS_MAX_LABELS);
-				return -1;
-			}
-			ma->m.labels[ma->m.nlabels++] = optarg;
 			break;
 		case 'h': usage(stdout); return 1;
 		default: return -1;
@@ -144,16 +139,8 @@ static int write_metrics(struct merge_args *ma, const struct scrub_merged *mr, i
 		m->finished = (double)timegm(&tm);
 	else
 		m->finished = (double)time(NULL);
-	if (mr) {
-		m->seconds = mr->p.seconds;
-		m->read_bytes = mr->p.member_request_bytes;
-		m->stripes = mr->p.stripe_end - mr->p.stripe_begin;
-		m->mismatches = mr->p.mismatches;
-		m->mismatch_sectors = mr->p.mismatch_units * 8;
-		m->read_errors = mr->p.read_errors;
-		m->stripes_unchecked = mr->p.stripes_unchecked;
-		m->writes = mr->p.writes;
-	}
+	if (mr)
+		scrub_metrics_counts(m, &mr->p);
 	if (scrub_metrics_write(ma->metrics, m, err, sizeof(err))) {
 		msg("%s", err);
 		return EXIT_ERR;

@@ -15,7 +15,7 @@ static const char *const results[] = { "clean", "mismatches", "repaired", "incom
 				       "interrupted", "error" };
 static const char *const ours[] = { "array_uuid", "array_name", "mode", "shard", "result" };
 
-int scrub_metrics_label(const char *arg, char *err, size_t errlen)
+int scrub_metrics_label(struct scrub_metrics *m, const char *arg, char *err, size_t errlen)
 {
 	const char *eq = strchr(arg, '=');
 	size_t n = eq ? (size_t)(eq - arg) : 0;
@@ -29,7 +29,22 @@ int scrub_metrics_label(const char *arg, char *err, size_t errlen)
 		if (strlen(ours[i]) == n && !strncmp(arg, ours[i], n))
 			return fmt_fail(err, errlen, -1, "--metrics-label %s: %s is a label of raidimg's own", arg,
 					ours[i]);
+	if (m->nlabels == SCRUB_METRICS_MAX_LABELS)
+		return fmt_fail(err, errlen, -1, "--metrics-label: at most %d", SCRUB_METRICS_MAX_LABELS);
+	m->labels[m->nlabels++] = arg;
 	return 0;
+}
+
+void scrub_metrics_counts(struct scrub_metrics *m, const struct scrub_progress *p)
+{
+	m->seconds = p->seconds;
+	m->read_bytes = p->member_request_bytes;
+	m->stripes = p->next_stripe > p->stripe_begin ? p->next_stripe - p->stripe_begin : 0;
+	m->mismatches = p->mismatches;
+	m->mismatch_sectors = p->mismatch_units * 8;
+	m->read_errors = p->read_errors;
+	m->stripes_unchecked = p->stripes_unchecked;
+	m->writes = p->writes;
 }
 
 /* A label value, escaped as the text format wants (\\, \", \n). */

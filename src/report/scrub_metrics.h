@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scrub.h"
+
 #define SCRUB_METRICS_MAX_LABELS 8
 
 struct scrub_metrics {
@@ -42,10 +44,13 @@ struct scrub_metrics {
 	uint64_t read_bytes, stripes, mismatches, mismatch_sectors, read_errors, stripes_unchecked, writes;
 };
 
-/* A --metrics-label NAME=VALUE: a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*,
- * not starting with "__" and not one of ours), any value.  0, or -1 with
- * the problem in err. */
-int scrub_metrics_label(const char *arg, char *err, size_t errlen);
+/* Add a --metrics-label NAME=VALUE (arg is kept): a Prometheus label name
+ * ([a-zA-Z_][a-zA-Z0-9_]*, not starting with "__" and not one of ours), any
+ * value, at most SCRUB_METRICS_MAX_LABELS.  0, or -1 with the problem in
+ * err. */
+int scrub_metrics_label(struct scrub_metrics *m, const char *arg, char *err, size_t errlen);
+/* The counts of a run (p) into m. */
+void scrub_metrics_counts(struct scrub_metrics *m, const struct scrub_progress *p);
 /* Write m to path (outfile.h: atomically, replacing the previous file,
  * never over evidence).  0, or -errno with a message naming path. */
 int scrub_metrics_write(const char *path, const struct scrub_metrics *m, char *err, size_t errlen);
