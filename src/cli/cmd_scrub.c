@@ -255,7 +255,7 @@ static int write_metrics(struct scrub_args *sa, const struct array *a, const str
 			 const char *result, int ret)
 {
 	struct scrub_metrics *m = &sa->m;
-	char uuid[40] = "", err[1024];
+	char uuid[40] = "", err[ERR_MAX];
 	struct timespec ts;
 
 	if (!sa->metrics)

@@ -91,7 +91,7 @@ static int write_report(const struct merge_args *ma, const struct scrub_merged *
 {
 	struct outfile_opts oo = { .replace = ma->overwrite, .exists_hint = "give --overwrite to replace it" };
 	struct outfile of;
-	char err[PATH_MAX + 256];
+	char err[ERR_MAX];
 	FILE *f;
 
 	if (!ma->out) {
@@ -125,7 +125,7 @@ static int write_metrics(struct merge_args *ma, const struct scrub_merged *mr, i
 {
 	struct scrub_metrics *m = &ma->m;
 	struct tm tm;
-	char err[1024];
+	char err[ERR_MAX];
 
 	if (!ma->metrics)
 		return ret;
@@ -152,7 +152,7 @@ int cmd_scrub_merge(int argc, char **argv)
 {
 	struct merge_args ma;
 	struct scrub_merged mr;
-	char err[PATH_MAX * 2 + 512];
+	char err[ERR_MAX];
 	int ret = EXIT_ERR, r;
 
 	memset(&ma, 0, sizeof(ma));

@@ -129,7 +129,7 @@ int scrub_metrics_write(const char *path, const struct scrub_metrics *m, char *e
 {
 	struct outfile_opts oo = { .replace = true };
 	struct outfile of;
-	char e[PATH_MAX + 256];
+	char e[ERR_MAX];
 	FILE *f;
 	int ret;
 

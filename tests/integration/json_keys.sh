@@ -3,7 +3,8 @@
 # the man page's JSON FIELDS section (parsed here: the `.B key` line after
 # each `.TP`), and that list is sorted, has no duplicates and keeps to the
 # vocabulary's form (snake_case).  The outputs: examine --json (complete,
-# degraded, mid-reshape, not assemblable, a broken superblock, --hash), cat
+# degraded, mid-reshape, not assemblable, a broken superblock, --hash,
+# names that are not UTF-8: the KEY_hex keys), cat
 # --stats (both methods), scrub --json (mismatches, a repair's writes, a
 # shard, a merge), rebuild --json, the records of --record (cat, export,
 # examine, compress), --provenance maps (members, rebuilt, unreadable
@@ -57,6 +58,15 @@ chmod 644 "$TMP"/w/*.img
 "$RAIDIMG" examine --record "$O/record-examine.json" "${m[@]}" >/dev/null 2>&1
 "$RAIDIMG" compress --record "$O/record-compress.json" -o "$TMP/c.zst" "${m[0]}" >/dev/null 2>&1
 "$RAIDIMG" cat --record "$O/record-manual.json" --level 6 --chunk 64 --data-offset 1M "${m[@]}" >/dev/null 2>&1
+# names that are not UTF-8: the KEY_hex keys
+mkdir -p "$TMP/nu"
+for i in 0 1 2 3 4; do cp "${m[$i]}" "$TMP/nu/$(printf 'm\xff%d.img' $i)"; done
+nu=("$TMP"/nu/*.img)
+"$RAIDIMG" examine --json "${nu[@]}" >"$O/examine-hex.json" 2>/dev/null
+"$RAIDIMG" scrub --json "${nu[@]}" >"$O/scrub-hex.json" 2>/dev/null
+"$RAIDIMG" cat --record "$O/record-hex.json" -o "$TMP/h.img" "${nu[@]}" >/dev/null 2>&1
+"$RAIDIMG" rebuild --json --role 1 -o "$TMP/$(printf 'new\xff.img')" "${nu[0]}" "${nu[2]}" "${nu[3]}" "${nu[4]}" \
+	>"$O/rebuild-hex.json" 2>/dev/null
 # unreadable ranges: RAID6 without three members' worth of a range
 RAIDIMG_FAULTS="${m[0]}:1M+64K" "$RAIDIMG_FAULTY" cat --provenance "$O/prov-bad.jsonl" -o "$TMP/b.img" \
 	"${m[0]}" "${m[1]}" "${m[2]}" >/dev/null 2>&1
