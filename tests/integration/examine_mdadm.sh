@@ -9,64 +9,71 @@
 # assemblable.
 . "$(dirname "$0")/lib.sh"
 
-# field FILE MEMBER LABEL: the value mdadm printed for LABEL in MEMBER's section
-field() {
-	awk -v m="### $2 " -v l="$3" '
-		index($0, m) == 1 { in_m = 1; next }
-		/^### / { in_m = 0 }
-		in_m { s = $0; sub(/^ */, "", s); if (index(s, l " : ") == 1) { print substr(s, length(l) + 4); exit } }' "$1"
+# What mdadm printed, one pass per file: M[MEMBER|LABEL]=VALUE ("member0|Creation Time")
+declare -A M O
+load_mdadm() {
+	local k v
+	M=()
+	while IFS=$'\t' read -r k v; do M[$k]=$v; done < <(awk '
+		/^### / { m = $2; next }
+		{ s = $0; sub(/^ */, "", s); i = index(s, " : "); if (m != "" && i) print m "|" substr(s, 1, i - 1) "\t" substr(s, i + 3) }' "$1")
 }
-# ours TEXT PATH LABEL: the value raidimg examine printed for LABEL under PATH
-ours() {
-	awk -v p="$2:" -v l="$3" '
-		$0 == p { in_m = 1; next }
-		/^[^ ]/ { in_m = 0 }
-		in_m { s = $0; sub(/^ */, "", s); if (index(s, l) == 1) { sub(/^[^:]*: /, "", s); print s; exit } }' "$1"
+# What raidimg examine printed: O[PATH|label]=VALUE ("/.../member0.img|creation time")
+load_ours() {
+	local k v
+	O=()
+	while IFS=$'\t' read -r k v; do O[$k]=$v; done < <(awk '
+		/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1); next }
+		/^[^ ]/ { p = "" }
+		{ s = $0; sub(/^ */, "", s); i = index(s, ": "); if (p != "" && i) { l = substr(s, 1, i - 1); sub(/ +$/, "", l); print p "|" l "\t" substr(s, i + 2) } }' "$1")
 }
 iso() { date -u -d "$1" +%Y-%m-%dT%H:%M:%SZ; }
 
 for c in $(fixture_cases); do
 	d=$(fixture_dir "$c")
-	ex=$FIXTURES/$c/examine.txt
 	imgs=("$d"/member*.img)
 	"$RAIDIMG" examine "${imgs[@]}" >"$TMP/text" 2>/dev/null
 	"$RAIDIMG" examine --json "${imgs[@]}" >"$TMP/json" 2>/dev/null
+	load_mdadm "$FIXTURES/$c/examine.txt"
+	load_ours "$TMP/text"
 	meta=$(mf "$c" .metadata)
 	for i in "${!imgs[@]}"; do
 		img=${imgs[$i]}
 		m=$(basename "$img" .img)
-		j=".members[$i]"
-		ct=$(field "$ex" "$m" "Creation Time")
-		ut=$(field "$ex" "$m" "Update Time")
-		cs=$(field "$ex" "$m" "Checksum")
-		check "$c $m: creation time = mdadm's ($ct)" test "$(ours "$TMP/text" "$img" "creation time")" = "$ct UTC"
-		check "$c $m: update time = mdadm's ($ut)" test "$(ours "$TMP/text" "$img" "update time")" = "$ut UTC"
-		check "$c $m: checksum = mdadm's ($cs)" test "$(ours "$TMP/text" "$img" "checksum")" = "$cs"
+		# the member's JSON fields, one line
+		IFS=$'\t' read -r jc ju jcs jok jbm jdu jas jbb < <(jq -r ".members[$i] |
+			[.created, .updated, .checksum, .checksum_ok, (.bitmap | tojson), (.device_uuid | tojson), .array_state,
+			 (.bad_block_log | tojson)] | @tsv" "$TMP/json")
+		ct=${M[$m|Creation Time]:-}
+		ut=${M[$m|Update Time]:-}
+		cs=${M[$m|Checksum]:-}
+		check "$c $m: creation time = mdadm's ($ct)" test -n "$ct" -a "${O[$img|creation time]:-}" = "$ct UTC"
+		check "$c $m: update time = mdadm's ($ut)" test -n "$ut" -a "${O[$img|update time]:-}" = "$ut UTC"
+		check "$c $m: checksum = mdadm's ($cs)" test -n "$cs" -a "${O[$img|checksum]:-}" = "$cs"
 		check "$c $m: JSON created/updated/checksum" \
-			jq -e "$j | .created == \"$(iso "$ct")\" and .updated == \"$(iso "$ut")\" and .checksum == \"${cs%% *}\" and .checksum_ok == true" "$TMP/json" >/dev/null
-		check "$c $m: no bitmap (feature map $(field "$ex" "$m" "Feature Map"))" \
-			test "$(ours "$TMP/text" "$img" "bitmap")/$(jq -c "$j.bitmap" "$TMP/json")" = "none/null"
+			test "$jc $ju $jcs $jok" = "$(iso "$ct") $(iso "$ut") ${cs%% *} true"
+		check "$c $m: no bitmap (feature map ${M[$m|Feature Map]:-})" \
+			test "${O[$img|bitmap]:-}/$jbm" = "none/null"
 		if [ "$meta" = 0.90 ]; then
 			# no device uuid, no bad block log, no "Array State" line: the disk table
 			states=$(awk -v m="### $m " 'index($0, m) == 1 { in_m = 1; next } /^### / { in_m = 0 }
 				in_m && $1 ~ /^[0-9]+$/ && NF >= 7 { s[$5] = ($6 == "active" ? "A" : ".") }
-				END { for (r = 0; r in s; r++) printf "%s", s[r] }' "$ex")
+				END { for (r = 0; r in s; r++) printf "%s", s[r] }' "$FIXTURES/$c/examine.txt")
 			check "$c $m: array state $states, from mdadm's disk table" \
-				test "$(ours "$TMP/text" "$img" "array state")" = "$states ('A' == active, '.' == missing, 'R' == replacing)"
-			check "$c $m: 0.90: no device uuid, no bad block log" \
-				jq -e "$j | .device_uuid == null and .bad_block_log == null and .array_state == \"$states\"" "$TMP/json" >/dev/null
+				test -n "$states" -a "${O[$img|array state]:-}" = "$states ('A' == active, '.' == missing, 'R' == replacing)"
+			check "$c $m: 0.90: no device uuid, no bad block log" test "$jdu $jbb $jas" = "null null $states"
 			continue
 		fi
-		du=$(field "$ex" "$m" "Device UUID")
-		as=$(field "$ex" "$m" "Array State")
-		bb=$(field "$ex" "$m" "Bad Block Log")
-		check "$c $m: device uuid = mdadm's" test "$(ours "$TMP/text" "$img" "device uuid")" = "$du"
-		check "$c $m: array state = mdadm's (${as%% *})" test "$(ours "$TMP/text" "$img" "array state")" = "$as"
-		check "$c $m: bad block log = mdadm's ($bb)" test "$(ours "$TMP/text" "$img" "bad block log")" = "$bb"
+		du=${M[$m|Device UUID]:-}
+		as=${M[$m|Array State]:-}
+		bb=${M[$m|Bad Block Log]:-}
+		check "$c $m: device uuid = mdadm's" test -n "$du" -a "${O[$img|device uuid]:-}" = "$du"
+		check "$c $m: array state = mdadm's (${as%% *})" test -n "$as" -a "${O[$img|array state]:-}" = "$as"
+		check "$c $m: bad block log = mdadm's ($bb)" test -n "$bb" -a "${O[$img|bad block log]:-}" = "$bb"
 		entries=${bb%% entries*}
 		off=${bb#*offset }
 		check "$c $m: JSON device uuid, array state, bad block log" \
-			jq -e "$j | .device_uuid == \"$du\" and .array_state == \"${as%% *}\" and .bad_block_log == {\"entries\": $entries, \"offset_sectors\": ${off%% *}, \"bad_blocks\": false}" "$TMP/json" >/dev/null
+			test "$jdu $jas $jbb" = "\"$du\" ${as%% *} {\"entries\":$entries,\"offset_sectors\":${off%% *},\"bad_blocks\":false}"
 	done
 done
 
@@ -81,10 +88,11 @@ sb_set 8 4 $((1 | 8)) "$e"          # feature map: bitmap, bad blocks present
 sb_set 96 4 8 "$e"                  # bitmap 8 sectors from the superblock
 "$RAIDIMG" examine "$e" >"$TMP/text" 2>/dev/null
 "$RAIDIMG" examine --json "$e" >"$TMP/json" 2>/dev/null
+load_ours "$TMP/text"
 check "bitmap: said as mdadm does (Internal Bitmap : 8 sectors from superblock)" \
-	test "$(ours "$TMP/text" "$e" "bitmap")" = "internal, 8 sectors from the superblock"
+	test "${O[$e|bitmap]:-}" = "internal, 8 sectors from the superblock"
 check "bad blocks present: said" \
-	test "$(ours "$TMP/text" "$e" "bad block log")" = "512 entries available at offset 16 sectors - bad blocks present"
+	test "${O[$e|bad block log]:-}" = "512 entries available at offset 16 sectors - bad blocks present"
 check "JSON: bitmap and bad blocks" \
 	jq -e '.members[0] | .bitmap == {"offset_sectors": 8} and .bad_block_log.bad_blocks == true' "$TMP/json" >/dev/null
 put_le "$e" $((SB + 216)) 4 12345
