@@ -2,7 +2,7 @@
 # One JSON vocabulary: every key of every JSON raidimg writes is listed in
 # the man page's JSON FIELDS section (parsed here: the `.B key` line after
 # each `.TP`), and that list is sorted, has no duplicates and keeps to the
-# vocabulary's form (snake_case).  The outputs: examine --json (complete,
+# vocabulary's form (snake_case).  The outputs: map --json, examine --json (complete,
 # degraded, mid-reshape, not assemblable, a broken superblock, --hash,
 # names that are not UTF-8: the KEY_hex keys), cat
 # --stats (both methods), scrub --json (mismatches, a repair's writes, a
@@ -42,6 +42,7 @@ cp "${m[0]}" "$TMP/bad/m0.img"
 chmod 644 "$TMP/bad/m0.img"
 put_le "$TMP/bad/m0.img" $((SB + 216)) 4 1
 "$RAIDIMG" examine --json "$TMP/bad/m0.img" >"$O/examine-bad.json" 2>/dev/null
+"$RAIDIMG" map --json "$d2"/member*.img >"$O/map.json" 2>/dev/null
 "$RAIDIMG" cat --stats "${m[@]}" 2>&1 >/dev/null | grep '^{' >"$O/stats-zc.json"
 "$RAIDIMG" cat --stats --no-zero-copy "$d2"/member*.img 2>&1 >/dev/null | grep '^{' >"$O/stats-pipeline.json"
 "$RAIDIMG" scrub --json "${m[@]}" >"$O/scrub.json" 2>/dev/null
