@@ -39,7 +39,7 @@ check "bash -i: raidimg s<TAB> offers scrub and scrub-merge" test "$(complete_li
 check "bash -i: raidimg <TAB> offers every command" \
 	test "$(complete_line "raidimg " | wc -w)" -eq "$(raidimg --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { n++ } on && /^$/ { exit } END { print n + 2 }')"
 check "bash -i: raidimg scrub --sh<TAB> offers --shard" test "$(complete_line "raidimg scrub --sh")" = "--shard "
-check "bash -i: raidimg mount --no<TAB> offers --nonempty" test "$(complete_line "raidimg mount --no")" = "--nonempty "
+check "bash -i: raidimg mount --non<TAB> offers --nonempty" test "$(complete_line "raidimg mount --non")" = "--nonempty "
 check "bash -i: raidimg cat --level <TAB> offers the levels" test "$(complete_line "raidimg cat --level ")" = "4 5 6 raid4 raid5 raid6 "
 check "bash -i: raidimg overlay <TAB> offers the actions" test "$(complete_line "raidimg overlay ")" = "info discard --help "
 mkdir -p "$TMP/imgs"
