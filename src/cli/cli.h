@@ -26,6 +26,7 @@ struct array_args {
 	{ "order", required_argument, NULL, GEOM_OPT_ORDER }, \
 	{ "data-offset", required_argument, NULL, GEOM_OPT_DATA_OFFSET }, \
 	{ "member-size", required_argument, NULL, GEOM_OPT_MEMBER_SIZE }, \
+	{ "raid-devices", required_argument, NULL, GEOM_OPT_RAID_DEVICES }, \
 	{ "force", no_argument, NULL, GEOM_OPT_FORCE }, \
 	{ "reshape-position", required_argument, NULL, GEOM_OPT_RESHAPE_POS }, \
 	{ "map", required_argument, NULL, GEOM_OPT_MAP }, \
@@ -33,7 +34,8 @@ struct array_args {
 
 #define ARRAY_OPTIONS_HELP \
 "Array options (all commands that read an array):\n" \
-"  --force              use stale or faulty-marked members (said loudly)\n" \
+"  --force              use stale or faulty-marked members, or a manual geometry\n" \
+"                       that disagrees with the md superblocks found (said loudly)\n" \
 "  --reshape-position SIZE  an array caught mid-reshape: read it as if md had\n" \
 "                       recorded this position (array bytes, or sectors with s)\n" \
 "  --map IMAGE=MAPFILE  IMAGE was made by GNU ddrescue and MAPFILE is its\n" \
@@ -42,14 +44,18 @@ struct array_args {
 "                       and said)\n" \
 "  --no-maps            take no mapfile but those given with --map\n" \
 "  Manual geometry, for images without md metadata (--level turns it on):\n" \
-"  --level 4|5|6        RAID level\n" \
+"  --level 4|5|6        RAID level (also raid4, raid5, raid6, as mdadm)\n" \
 "  --layout NAME|NUM    md layout (default left-symmetric), e.g. la, ra, ls, rs,\n" \
 "                       parity-first, parity-last, ddf-N-restart, left-symmetric-6\n" \
-"  --chunk SIZE         chunk size, a power of two (default 512K)\n" \
+"  --chunk SIZE         chunk size, a power of two (default 512K); a plain\n" \
+"                       number is KiB, as in mdadm: --chunk 64 = 64K\n" \
 "  --order LIST         role order as image indices (0-based, in the order given)\n" \
 "                       with 'missing' for absent members, e.g. 2,0,missing,1;\n" \
 "                       without it, images are taken in order and a path\n" \
-"                       written as 'missing' stands for an absent member\n" \
+"                       written as 'missing' stands for an absent member;\n" \
+"                       every image must be named once\n" \
+"  --raid-devices N     the member count (mdadm's option): checked against the\n" \
+"                       images and 'missing' (or --order) given\n" \
 "  --data-offset SIZE   where data starts in every image (default 0)\n" \
 "  --member-size SIZE   data bytes used per member (default: smallest image)\n" \
 "SIZE takes K, M, G, T suffixes (binary) or s for 512-byte sectors.\n"
@@ -62,13 +68,32 @@ int array_args_opt(struct array_args *aa, int opt, const char *arg);
  * (aa->ao.g.paths and the rest filled); prints the problem and returns -1
  * if bad. */
 int array_args_prepare(struct array_args *aa, int argc, char **argv);
-/* array_args_prepare, then assemble.
+/* Assemble what aa describes (after array_args_prepare): array_assemble,
+ * then a manual geometry is checked against the md superblocks found on
+ * the images (refused where they disagree, unless --force: then a
+ * warning).  0, or -errno with the problem in err. */
+int array_args_assemble(struct array_args *aa, struct array **out, char *err, size_t errlen);
+/* array_args_prepare, then array_args_assemble.
  * Prints the error and returns non-zero on failure. */
 int array_args_open(struct array_args *aa, int argc, char **argv, struct array **out);
 void array_args_free(struct array_args *aa);
 
+/* A metadata role as examine says it: the number, or spare, faulty,
+ * journal, removed (buf: 16 bytes at least). */
+const char *meta_role_name(int role, char *buf, size_t len);
+
 /* Print warnings collected during assembly to stderr. */
 void print_array_warnings(const struct array *a);
+
+/* Usage problems (usage.c), said in one line and a hint ("Try 'raidimg
+ * CMD --help'..."), never with the whole help text.  cli_command is the
+ * command being run ("examine"), set by raidimg_main.
+ * cli_getopt: getopt_long whose errors (an unknown, ambiguous or valueless
+ * option) are said so; returns '?' after saying one.
+ * cli_usage_error: another usage problem (printf format); returns -1. */
+extern const char *cli_command;
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The whole program: standard descriptors guarded, the command run, its
  * output checked.  Returns the exit status. */
@@ -79,6 +104,7 @@ int cmd_cat(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_scrub(int argc, char **argv);
+int cmd_scrub_merge(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
 int cmd_compress(int argc, char **argv);
 int cmd_export(int argc, char **argv);

@@ -65,6 +65,7 @@ static void usage(FILE *f)
 		   "unreadable members are rebuilt from parity; if that is impossible the command\n"
 		   "stops with the array offset that could not be read.\n\n"
 		   "  -o, --output FILE   write to FILE (created or truncated) instead of stdout\n"
+		   "                      (standard output must not be a terminal)\n"
 		   "  --offset SIZE       start at this array byte offset (default 0)\n"
 		   "  --length SIZE       copy this many bytes (default: to the end)\n"
 		   "  --threads N         threads reading (or rebuilding) ahead (default 2)\n"
@@ -86,7 +87,7 @@ static void print_stats(const struct array *a, double secs, const struct splice_
 {
 	uint64_t req = atomic_load(&a->io.requests), rb = atomic_load(&a->io.bytes);
 
-	fprintf(stderr, "{\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"method\":\"%s\",\"member_requests\":%" PRIu64
+	fprintf(stderr, "{\"bytes_served\":%" PRIu64 ",\"seconds\":%.6f,\"method\":\"%s\",\"member_requests\":%" PRIu64
 		",\"member_request_bytes\":%" PRIu64 ",\"avg_member_request_bytes\":%.0f"
 		",\"stripes_rebuilt\":%" PRIu64 ",\"read_errors_recovered\":%" PRIu64,
 		atomic_load(&a->bytes_served), secs, zc ? "zero-copy" : "pipeline", req, rb,
@@ -132,7 +133,7 @@ static int parse_args(int argc, char **argv, struct cat_args *ca)
 	};
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		r = array_args_opt(&ca->aa, opt, optarg);
 		if (r < 0)
 			return -1;
@@ -162,16 +163,20 @@ static int parse_args(int argc, char **argv, struct cat_args *ca)
 		case OPT_OVERLAY: ca->overlay = optarg; break;
 		case OPT_NO_ZERO_COPY: ca->zero_copy = false; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return -1;
-	}
+	if (optind >= argc)
+		return cli_usage_error("give the member images");
 	if (ca->overlay && (ca->co.hash || ca->co.record || ca->co.provenance)) {
 		msg("--overlay: with it the bytes are no longer the array's; --hash, --record and "
 		    "--provenance describe the evidence alone");
+		return -1;
+	}
+	if (!ca->outpath && isatty(STDOUT_FILENO)) {
+		/* as zstd does: binary bytes would garble the terminal */
+		msg("standard output is a terminal: refusing to write the array's bytes there (give -o FILE, "
+		    "or a pipe: raidimg cat ... | ...)");
 		return -1;
 	}
 	ca->images = argv + optind;

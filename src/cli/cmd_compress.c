@@ -30,7 +30,7 @@
 struct compress_opts {
 	const char *in, *out;
 	struct zseek_wopts w;
-	bool force, hash;
+	bool force, hash, progress;
 	const char *record;
 };
 
@@ -53,8 +53,10 @@ static void usage(FILE *f)
 		   "  --hash               print the sha256 of IMAGE's (decompressed) bytes and of OUT\n"
 		   "  --record FILE        write a JSON record of the run (implies --hash)\n"
 		   "  --overwrite          replace OUT if it exists\n"
+		   "  --progress, --no-progress  progress bar on stderr, in bytes of IMAGE (default:\n"
+		   "                       if stderr is a terminal)\n"
 		   "  -h, --help           this text\n\n"
-		   "A progress bar is drawn on stderr when it is a terminal.\n"
+		   "A summary (bytes in and out, ratio, time, speed) goes to standard output.\n"
 		   "Exit status: 0 written, 2 error.\n", ZSTD_minCLevel() < -7 ? -7 : ZSTD_minCLevel(),
 		ZSTD_maxCLevel());
 }
@@ -211,7 +213,7 @@ out:
 
 static int parse_args(int argc, char **argv, struct compress_opts *o, char **outbuf)
 {
-	enum { OPT_LEVEL = 0x2001, OPT_FRAME, OPT_THREADS, OPT_FORCE, OPT_HASH, OPT_RECORD };
+	enum { OPT_LEVEL = 0x2001, OPT_FRAME, OPT_THREADS, OPT_FORCE, OPT_HASH, OPT_RECORD, OPT_PROG, OPT_NOPROG };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "level", required_argument, NULL, OPT_LEVEL },
@@ -220,6 +222,8 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 		{ "overwrite", no_argument, NULL, OPT_FORCE },
 		{ "hash", no_argument, NULL, OPT_HASH },
 		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "progress", no_argument, NULL, OPT_PROG },
+		{ "no-progress", no_argument, NULL, OPT_NOPROG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -232,7 +236,8 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 	o->w.level = 3;
 	o->w.frame_bytes = 1u << 20;
 	o->w.nthreads = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	o->progress = isatty(STDERR_FILENO);
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		switch (opt) {
 		case 'o': o->out = optarg; break;
 		case OPT_LEVEL:
@@ -260,16 +265,16 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 		case OPT_FORCE: o->force = true; break;
 		case OPT_HASH: o->hash = true; break;
 		case OPT_RECORD: o->record = optarg; o->hash = true; break;
+		case OPT_PROG: o->progress = true; break;
+		case OPT_NOPROG: o->progress = false; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
 	if (optind != argc - 1) {
 		if (optind >= argc)
-			msg("compress: give one IMAGE");
-		else
-			msg("compress: one IMAGE at a time (got %d)", argc - optind);
-		return -1;
+			return cli_usage_error("give one IMAGE");
+		return cli_usage_error("one IMAGE at a time (got %d)", argc - optind);
 	}
 	o->in = argv[optind];
 	if (!o->out) {
@@ -321,7 +326,8 @@ static int run(const struct compress_opts *o, struct custody_record *rec)
 	struct sha256 *h = NULL;
 	struct progress pg;
 	struct input in;
-	char in_hex[SHA256_HEX] = "", out_hex[SHA256_HEX] = "", err[ERR_MAX];
+	char in_hex[SHA256_HEX] = "", out_hex[SHA256_HEX] = "", err[ERR_MAX], s1[32], s2[32], sp[40];
+	double secs;
 	struct outfile out = { .fd = -1 };
 	uint8_t *buf = NULL;
 	int ret = EXIT_ERR, r;
@@ -340,11 +346,11 @@ static int run(const struct compress_opts *o, struct custody_record *rec)
 		msg("cannot start the compressor: %s", strerror(-r));
 		goto out;
 	}
-	progress_start(&pg, "compress", in.size);
+	progress_start(&pg, "compress", in.size, o->progress);
 	r = in.stream ? copy_stream(o->in, &in, w, h, &pg, buf) : copy_source(&in, w, h, &pg, buf);
 	if (!r)
 		r = zseek_writer_finish(w);
-	progress_end(&pg);
+	progress_end(&pg, in.stream ? in.size : in.data_bytes, !r);
 	if (r) {
 		if (r != -1)
 			msg("%s: %s", o->out, r == -EFBIG ? "more frames than the seekable format allows: "
@@ -355,9 +361,12 @@ static int run(const struct compress_opts *o, struct custody_record *rec)
 		msg("%s", err);
 		goto out;
 	}
-	fprintf(stderr, "%s: %s -> %s: %" PRIu64 " bytes in, %" PRIu64 " bytes out (%.2fx)\n", prog_name, o->in,
-		o->out, in.data_bytes, zseek_writer_out_bytes(w),
-		(double)in.data_bytes / (double)zseek_writer_out_bytes(w));
+	secs = (double)(now_ns() - pg.t0) / 1e9;
+	printf("compress: %s -> %s: %" PRIu64 " bytes in (%s), %" PRIu64 " bytes out (%s), %.2fx, in %.2f s: %s\n",
+	       o->in, o->out, in.data_bytes, fmt_size(in.data_bytes, s1, sizeof(s1)), zseek_writer_out_bytes(w),
+	       fmt_size(zseek_writer_out_bytes(w), s2, sizeof(s2)),
+	       (double)in.data_bytes / (double)zseek_writer_out_bytes(w), secs,
+	       fmt_speed(secs > 0 ? (double)in.data_bytes / secs : 0, sp, sizeof(sp)));
 	if (o->hash) {
 		sha256_final(h, in_hex);
 		if (custody_hash_file(o->out, out_hex, NULL, NULL, 0)) {

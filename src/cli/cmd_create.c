@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "geom_args.h"
 #include "outfile.h"
 #include "probe.h"
 #include "parity.h"
@@ -227,10 +228,11 @@ static void usage(FILE *f)
 		   "metadata that Linux md assembles as a clean array (no resync) and consistent\n"
 		   "parity.  The array holds the bytes of --from FILE followed by zeros (all\n"
 		   "zeros without --from); zero stripes are left sparse.  Member k has role k.\n\n"
-		   "  --level L           4, 5 or 6\n"
+		   "  --level L           4, 5 or 6 (also raid4, raid5, raid6, as mdadm)\n"
 		   "  --devices N         number of members (RAID4/5 >= 2, RAID6 >= 4; at most\n"
-		   "                      256, 27 with 0.90 metadata)\n"
-		   "  --chunk SIZE        chunk size, a power of two from 4K to 1G (default 512K)\n"
+		   "  (--raid-devices N)  256, 27 with 0.90 metadata)\n"
+		   "  --chunk SIZE        chunk size, a power of two from 4K to 1G (default 512K);\n"
+		   "                      a plain number is KiB, as in mdadm: --chunk 64 = 64K\n"
 		   "  --layout NAME|NUM   md layout (default left-symmetric; RAID4: parity-last)\n"
 		   "  --metadata V        0.90, 1.0, 1.1 or 1.2 (default 1.2)\n"
 		   "  --size SIZE         size of each member image, a multiple of 512 bytes\n"
@@ -262,16 +264,16 @@ static int parse_metadata(const char *arg, struct create_args *ca)
 /* One option; 0, 1 for --help, -1 on a bad value (message printed). */
 static int create_opt(int opt, const char *arg, struct create_args *ca, const char **layout)
 {
+	char err[256];
 	long long v;
 	uint64_t sz;
 
 	switch (opt) {
 	case 0x3001:
-		if (parse_int(arg, 4, 6, &v)) {
-			msg("--level %s: give 4, 5 or 6", arg);
+		if (geom_parse_level(arg, &ca->geom.level, err, sizeof(err))) {
+			msg("%s", err);
 			return -1;
 		}
-		ca->geom.level = (int)v;
 		return 0;
 	case 0x3002:
 		if (parse_int(arg, 2, LAYOUT_MAX_DISKS, &v)) {
@@ -281,11 +283,10 @@ static int create_opt(int opt, const char *arg, struct create_args *ca, const ch
 		ca->geom.raid_disks = (int)v;
 		return 0;
 	case 0x3003:
-		if (parse_size(arg, &sz) || sz < 4096 || sz > (1u << 30) || (sz & (sz - 1))) {
-			msg("--chunk %s: the chunk size must be a power of two between 4K and 1G", arg);
+		if (geom_parse_chunk(arg, &ca->geom.chunk_bytes, err, sizeof(err))) {
+			msg("%s", err);
 			return -1;
 		}
-		ca->geom.chunk_bytes = (uint32_t)sz;
 		return 0;
 	case 0x3004:
 		*layout = arg;
@@ -337,7 +338,6 @@ static int create_opt(int opt, const char *arg, struct create_args *ca, const ch
 		usage(stdout);
 		return 1;
 	default:
-		usage(stderr);
 		return -1;
 	}
 }
@@ -348,12 +348,10 @@ static int check_create_args(struct create_args *ca, const char *layout)
 	const char *why = NULL;
 
 	if (!ca->geom.level || !ca->geom.raid_disks || !ca->outdir) {
-		msg("create needs --level, --devices and -o DIR (raidimg create --help)");
-		return -1;
+		return cli_usage_error("give --level, --devices and -o DIR");
 	}
 	if (!ca->image_bytes && !ca->from) {
-		msg("create needs --size (or --from FILE to size the members to fit it)");
-		return -1;
+		return cli_usage_error("give --size (or --from FILE to size the members to fit it)");
 	}
 	ca->geom.layout = ca->geom.level == 4 ? LAYOUT_PARITY_N : LAYOUT_LEFT_SYMMETRIC;
 	if (layout && layout_from_name(ca->geom.level, layout, &ca->geom.layout)) {
@@ -413,14 +411,13 @@ static int parse_create_args(int argc, char **argv, struct create_args *ca)
 	ca->data_offset = UINT64_MAX;
 	ca->name = "raidimg";
 	ca->prefix = "member";
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		r = create_opt(opt, optarg, ca, &layout);
 		if (r)
 			return r;
 	}
 	if (optind < argc) {
-		msg("create: unexpected argument '%s'", argv[optind]);
-		return -1;
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
 	}
 	return check_create_args(ca, layout);
 }

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "custody.h"
@@ -11,16 +12,42 @@
 #include "status.h"
 #include "util.h"
 
-static const char *meta_role_name(int role, char *buf, size_t len)
+/* mdadm's "Array State" of what m saw: for each role, 'A' when one device
+ * slot holds it, 'R' when two do (a replacement), '.' when none, '?' when
+ * more; roles a shrinking reshape is taking away included.  out holds
+ * LAYOUT_MAX_DISKS + 1 characters or more. */
+static void meta_array_state(const struct member_meta *m, char *out, size_t len)
 {
-	switch (role) {
-	case META_ROLE_SPARE: return "spare";
-	case META_ROLE_FAULTY: return "faulty";
-	case META_ROLE_JOURNAL: return "journal";
-	case META_ROLE_MISSING: return "removed";
+	int n = m->raid_disks + (m->reshape_active && m->delta_disks < 0 ? -m->delta_disks : 0);
+	size_t w = 0;
+
+	for (int d = 0; d < n && w + 1 < len; d++) {
+		int cnt = 0;
+
+		for (int i = 0; i < m->max_dev && i < META_MAX_DEVS; i++)
+			cnt += m->dev_roles[i] == d;
+		out[w++] = cnt == 2 ? 'R' : cnt == 1 ? 'A' : cnt == 0 ? '.' : '?';
 	}
-	snprintf(buf, len, "%d", role);
+	out[w] = '\0';
+}
+
+/* A superblock time in UTC: as mdadm prints it (ctime's form, iso false)
+ * or ISO 8601 (JSON). */
+static const char *meta_time(uint64_t t, bool iso, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, iso ? "%Y-%m-%dT%H:%M:%SZ" : "%a %b %e %H:%M:%S %Y UTC", &tm))
+		snprintf(buf, len, "%" PRIu64, t);
 	return buf;
+}
+
+static bool has_device_uuid(const struct member_meta *m)
+{
+	static const uint8_t zero[16];
+
+	return memcmp(m->device_uuid, zero, 16) != 0;
 }
 
 /* One image as found on its own (before assembly). */
@@ -147,7 +174,7 @@ static void print_source_json(FILE *f, const struct probed *p)
 
 static void print_member_text(const struct probed *p)
 {
-	char uuid[40], rb[16], sz[32];
+	char uuid[40], rb[16], sz[32], tb[64], state[LAYOUT_MAX_DISKS + 2];
 	const struct member_meta *m = &p->meta;
 
 	printf("%s:\n", p->path);
@@ -175,6 +202,24 @@ static void print_member_text(const struct probed *p)
 	printf("  component size : %" PRIu64 " sectors\n", m->component_sectors);
 	printf("  events         : %" PRIu64 "\n", m->events);
 	printf("  state          : %s\n", m->resync_offset == UINT64_MAX ? "clean" : "not clean (resync pending)");
+	printf("  creation time  : %s\n", meta_time(m->ctime, false, tb, sizeof(tb)));
+	printf("  update time    : %s\n", meta_time(m->utime, false, tb, sizeof(tb)));
+	if (has_device_uuid(m)) {
+		meta_uuid_format(m->device_uuid, uuid);
+		printf("  device uuid    : %s\n", uuid);
+	}
+	printf("  checksum       : %08" PRIx32 " - correct\n", m->sb_csum);
+	if (m->feature_map & 1)
+		printf("  bitmap         : internal, %" PRId32 " sectors from the superblock\n", m->bitmap_offset);
+	else
+		printf("  bitmap         : none\n");
+	if (m->bblog_size && m->bblog_offset)
+		printf("  bad block log  : %d entries available at offset %" PRId32 " sectors%s\n",
+		       m->bblog_size * 512 / 8, m->bblog_offset, (m->feature_map & 8) ? " - bad blocks present" : "");
+	else
+		printf("  bad block log  : none\n");
+	meta_array_state(m, state, sizeof(state));
+	printf("  array state    : %s ('A' == active, '.' == missing, 'R' == replacing)\n", state);
 	if (m->reshape_active) {
 		printf("  reshape        : at %" PRIu64 " sectors of the array, %d -> %d members%s\n",
 		       m->reshape_position, m->raid_disks - m->delta_disks, m->raid_disks,
@@ -187,7 +232,7 @@ static void print_member_text(const struct probed *p)
 static void print_member_json(FILE *f, const struct probed *p)
 {
 	const struct member_meta *m = &p->meta;
-	char uuid[40];
+	char uuid[40], tb[64], state[LAYOUT_MAX_DISKS + 2];
 
 	fprintf(f, "{\"path\":");
 	json_path(f, p->path, "path");
@@ -196,6 +241,8 @@ static void print_member_json(FILE *f, const struct probed *p)
 	if (p->ret) {
 		fprintf(f, ",\"metadata\":null,\"error\":");
 		json_str(f, p->err);
+		if (p->ret == -EBADMSG)
+			fputs(",\"checksum_ok\":false", f);
 		fputc('}', f);
 		return;
 	}
@@ -212,9 +259,30 @@ static void print_member_json(FILE *f, const struct probed *p)
 		json_str(f, meta_role_name(m->role, rb, sizeof(rb)));
 	}
 	fprintf(f, ",\"dev_number\":%d,\"data_offset_sectors\":%" PRIu64 ",\"data_offset_bytes\":%" PRIu64
-		",\"component_sectors\":%" PRIu64 ",\"events\":%" PRIu64 ",\"clean\":%s,\"reshape\":%s}",
+		",\"component_sectors\":%" PRIu64 ",\"events\":%" PRIu64 ",\"clean\":%s,\"reshape\":%s",
 		m->dev_number, m->data_offset, m->data_offset * 512, m->component_sectors, m->events,
 		m->resync_offset == UINT64_MAX ? "true" : "false", m->reshape_active ? "true" : "false");
+	fprintf(f, ",\"created\":\"%s\"", meta_time(m->ctime, true, tb, sizeof(tb)));
+	fprintf(f, ",\"updated\":\"%s\",\"device_uuid\":", meta_time(m->utime, true, tb, sizeof(tb)));
+	if (has_device_uuid(m)) {
+		meta_uuid_format(m->device_uuid, uuid);
+		fprintf(f, "\"%s\"", uuid);
+	} else {
+		fputs("null", f);
+	}
+	fprintf(f, ",\"checksum\":\"%08" PRIx32 "\",\"checksum_ok\":true,\"bitmap\":", m->sb_csum);
+	if (m->feature_map & 1)
+		fprintf(f, "{\"offset_sectors\":%" PRId32 "}", m->bitmap_offset);
+	else
+		fputs("null", f);
+	fputs(",\"bad_block_log\":", f);
+	if (m->bblog_size && m->bblog_offset)
+		fprintf(f, "{\"entries\":%d,\"offset_sectors\":%" PRId32 ",\"bad_blocks\":%s}", m->bblog_size * 512 / 8,
+			m->bblog_offset, (m->feature_map & 8) ? "true" : "false");
+	else
+		fputs("null", f);
+	meta_array_state(m, state, sizeof(state));
+	fprintf(f, ",\"array_state\":\"%s\"}", state);
 }
 
 static void print_array_text(const struct array *a)
@@ -308,7 +376,7 @@ static void print_array_json(FILE *f, const struct array *a)
 		a->array_bytes);
 	if (a->has_meta) {
 		meta_uuid_format(a->uuid, uuid);
-		fprintf(f, ",\"metadata\":\"%s\",\"uuid\":\"%s\",\"name\":", a->meta_format, uuid);
+		fprintf(f, ",\"metadata\":\"%s\",\"array_uuid\":\"%s\",\"name\":", a->meta_format, uuid);
 		json_str(f, a->name);
 		fprintf(f, ",\"events\":%" PRIu64, a->events);
 	} else {
@@ -391,8 +459,14 @@ static void usage(FILE *f)
 		   "Show the md superblock of every member image and the array they form:\n"
 		   "its geometry and a verdict: complete, degraded (served by rebuilding from\n"
 		   "parity) or not assemblable, with the reason.\n\n"
+		   "Each member: metadata version, array uuid and name, level, layout, chunk,\n"
+		   "role, data offset, events, state, creation and update times (UTC), device\n"
+		   "uuid, checksum, bitmap, bad block log and mdadm's array state line\n"
+		   "(AAA.A: one character per role as this member saw the array).\n\n"
 		   "  --json      one JSON object: {\"members\":[...],\"array\":{...}}\n"
 		   "              (with --hash also \"sha256\":{\"members\":[...],\"array\":{...}})\n"
+		   "  -t, --test  exit status as mdadm --detail --test: 1 when the array is\n"
+		   "              degraded (0 complete, 2 not assemblable)\n"
 		   "  -h, --help  this text\n\n"
 		   "Chain of custody:\n"
 		   "  --hash         print the sha256 of every image file and of the array (reads\n"
@@ -402,8 +476,9 @@ static void usage(FILE *f)
 		   "                 differs)\n"
 		   "  --record FILE  write a JSON record of the assembly (implies --hash);\n"
 		   "                 `raidimg replay FILE` repeats it\n\n" ARRAY_OPTIONS_HELP
-		   "\nExit status: 0 the array can be assembled, 1 it can but an EWF image's\n"
-		   "stored hash does not match its media (--hash), 2 it cannot (or bad usage).\n");
+		   "\nExit status: 0 the array can be assembled (with --test: complete), 1 it can\n"
+		   "but (--test) it is degraded, or an EWF image's stored hash does not match its\n"
+		   "media (--hash), 2 it cannot be assembled (or bad usage).\n");
 }
 
 /* --hash/--record: hash the image files and the array, start the record
@@ -473,10 +548,12 @@ static void print_report(bool json, const struct probed *pr, int nimg, const str
 
 /* Parse the options (the images from optind on).  0 to go on, 1 when done
  * (--help), -1 on a bad one (said). */
-static int parse_args(int argc, char **argv, struct array_args *aa, struct custody_opts *co, bool *json)
+static int parse_args(int argc, char **argv, struct array_args *aa, struct custody_opts *co, bool *json,
+		      bool *test)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "test", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
 		{ "hash", no_argument, NULL, 0x1101 },
@@ -485,7 +562,7 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct custo
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "jth", longopts)) != -1) {
 		int r = array_args_opt(aa, opt, optarg);
 		if (r < 0)
 			return -1;
@@ -493,14 +570,13 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct custo
 			continue;
 		switch (opt) {
 		case 'j': *json = true; break;
+		case 't': *test = true; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return -1;
-	}
+	if (optind >= argc)
+		return cli_usage_error("give the member images");
 	return 0;
 }
 
@@ -511,13 +587,13 @@ int cmd_examine(int argc, char **argv)
 	struct array_args aa;
 	struct array *a = NULL;
 	struct probed *pr = NULL;
-	bool json = false, bad_hash = false;
+	bool json = false, bad_hash = false, test = false;
 	char err[ERR_MAX] = "";
 	char **images;
 	int ret = EXIT_ERR, nimg = 0, nimages, r;
 
 	array_args_init(&aa);
-	r = parse_args(argc, argv, &aa, &co, &json);
+	r = parse_args(argc, argv, &aa, &co, &json, &test);
 	if (r) {
 		ret = r > 0 ? EXIT_OK : EXIT_ERR;
 		goto out;
@@ -540,7 +616,7 @@ int cmd_examine(int argc, char **argv)
 	if (array_args_prepare(&aa, nimages, images))
 		goto out;
 	/* the verdict carries the reason when it fails */
-	if (array_assemble(&aa.ao, &a, err, sizeof(err)))
+	if (array_args_assemble(&aa, &a, err, sizeof(err)))
 		a = NULL;
 	/* --hash/--record: the image files and the whole array (custody.c) */
 	if (a && co.hash && examine_custody(&cr, &co, a, &aa, argc, argv))
@@ -550,7 +626,8 @@ int cmd_examine(int argc, char **argv)
 		msg("not assemblable: %s", err);
 	if (!a && co.hash)
 		hash_images(&aa);
-	ret = a ? (bad_hash ? EXIT_FOUND : EXIT_OK) : EXIT_ERR;
+	/* --test: mdadm --detail --test's meaning, 1 for a degraded array */
+	ret = !a ? EXIT_ERR : bad_hash || (test && a->nmissing) ? EXIT_FOUND : EXIT_OK;
 	if (a && co.hash)
 		ret = custody_end(&cr, NULL, 0, a->array_bytes, true, ret);
 out:

@@ -25,7 +25,7 @@
 
 struct export_opts {
 	const char *out;
-	bool zstd, overwrite;
+	bool zstd, overwrite, progress;
 	struct zseek_wopts z;
 	uint64_t offset, length;
 	int nthreads;
@@ -60,9 +60,12 @@ static void usage(FILE *f)
 		   "  --overwrite          replace OUT if it exists\n"
 		   "  --overlay FILE       export the array with this copy-on-write overlay applied\n"
 		   "                       (the writes made through mount --overlay FILE)\n"
+		   "  --progress, --no-progress  progress bar on stderr, in bytes of the array\n"
+		   "                       (default: if stderr is a terminal)\n"
 		   "  -h, --help           this text\n\n" CUSTODY_OPTIONS_HELP CUSTODY_PROVENANCE_HELP
 		   "\n" ARRAY_OPTIONS_HELP
-		   "\nA progress bar is drawn on stderr when it is a terminal.\n"
+		   "\nA summary (bytes, format, time, speed) goes to standard output (to standard\n"
+		   "error with -o -, where the image goes to standard output).\n"
 		   "Exit status: 0 written, 2 error (nothing written).\n");
 }
 
@@ -88,7 +91,7 @@ static int export_consume(void *ctx, int slot, const uint8_t *buf, size_t len, u
 static int parse_args(int argc, char **argv, struct export_opts *o, struct array_args *aa)
 {
 	enum { OPT_ZSTD = 0x2001, OPT_LEVEL, OPT_FRAME, OPT_OFFSET, OPT_LENGTH, OPT_THREADS, OPT_OVERWRITE,
-	       OPT_OVERLAY };
+	       OPT_OVERLAY, OPT_PROG, OPT_NOPROG };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "zstd", no_argument, NULL, OPT_ZSTD },
@@ -99,6 +102,8 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 		{ "overlay", required_argument, NULL, OPT_OVERLAY },
+		{ "progress", no_argument, NULL, OPT_PROG },
+		{ "no-progress", no_argument, NULL, OPT_NOPROG },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
 		CUSTODY_LONG_OPTIONS,
@@ -110,7 +115,7 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 
 	/* (--level is the RAID level of a manual geometry: the zstd level is
 	 * --zstd-level) */
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		if (opt == OPT_LEVEL) {
 			if (parse_int(optarg, -7, ZSTD_maxCLevel(), &v) || !v) {
 				msg("--zstd-level %s: give a zstd level from -7 to %d (not 0)", optarg, ZSTD_maxCLevel());
@@ -155,16 +160,19 @@ static int parse_args(int argc, char **argv, struct export_opts *o, struct array
 			break;
 		case OPT_OVERWRITE: o->overwrite = true; break;
 		case OPT_OVERLAY: o->overlay = optarg; break;
+		case OPT_PROG: o->progress = true; break;
+		case OPT_NOPROG: o->progress = false; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return -1;
-	}
-	if (!o->out) {
-		msg("export: give the output with -o OUT");
+	if (optind >= argc)
+		return cli_usage_error("give the member images");
+	if (!o->out)
+		return cli_usage_error("give the output with -o OUT");
+	if (!strcmp(o->out, "-") && isatty(STDOUT_FILENO)) {
+		msg("standard output is a terminal: refusing to write the array's bytes there (give -o FILE, "
+		    "or a pipe)");
 		return -1;
 	}
 	if (o->overlay && (o->co.hash || o->co.record || o->co.provenance)) {
@@ -190,6 +198,19 @@ static int open_overlay(const struct export_opts *o, struct array *a, struct ove
 		return -1;
 	}
 	return 0;
+}
+
+/* What was written, where, how fast: on f (stdout, or stderr with -o -). */
+static void print_summary(FILE *f, const struct export_opts *o, const struct export_out *eo, const char *format)
+{
+	double secs = (double)(now_ns() - eo->pg.t0) / 1e9;
+	char sz[32], sp[40];
+
+	fprintf(f, "export: %" PRIu64 " bytes of the array (%s) from offset %" PRIu64 " to %s (%s) in %.2f s: %s\n",
+		eo->written, fmt_size(eo->written, sz, sizeof(sz)), o->offset,
+		strcmp(o->out, "-") ? o->out : "standard output", format, secs,
+		fmt_speed(secs > 0 ? (double)eo->written / secs : 0, sp, sizeof(sp)));
+	fflush(f);
 }
 
 /* Open the sink for the range (export's and replay's way). */
@@ -226,7 +247,7 @@ static int hash_output(const struct export_opts *o, struct custody_run *cr, FILE
 int cmd_export(int argc, char **argv)
 {
 	struct export_opts o = { .nthreads = 2, .z = { .level = 3, .frame_bytes = 1u << 20 },
-				 .length = UINT64_MAX };
+				 .length = UINT64_MAX, .progress = isatty(STDERR_FILENO) };
 	struct custody_run cr = { 0 };
 	struct export_out eo = { 0 };
 	struct pipeline pl = { 0 };
@@ -270,12 +291,16 @@ int cmd_export(int argc, char **argv)
 	custody_pipeline(&cr, &pl);
 	if (ov)
 		pl.vol = overlay_volume(ov);
-	progress_start(&eo.pg, "export", o.length);
+	progress_start(&eo.pg, "export", o.length, o.progress);
 	r = pipeline_run(&pl);
-	progress_end(&eo.pg);
 	ret = EXIT_ERR;
-	if (!r && !sink_finish(eo.sink) && !hash_output(&o, &cr, hf, out_hex))
+	if (!r && !sink_finish(eo.sink))
 		ret = EXIT_OK;
+	progress_end(&eo.pg, eo.written, ret == EXIT_OK);
+	if (ret == EXIT_OK)
+		print_summary(hf, &o, &eo, sink_format_name(sink_kind_used(eo.sink)));
+	if (ret == EXIT_OK && hash_output(&o, &cr, hf, out_hex))
+		ret = EXIT_ERR;
 	if (ret == EXIT_OK && atomic_load(&a->stripes_rebuilt))
 		fprintf(stderr, "%s: %" PRIu64 " stripes were rebuilt from parity\n", prog_name,
 			atomic_load(&a->stripes_rebuilt));

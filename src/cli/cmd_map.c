@@ -193,7 +193,7 @@ int cmd_map(int argc, char **argv)
 	int opt, ret = EXIT_ERR, nslots;
 
 	array_args_init(&aa);
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "h", longopts)) != -1) {
 		int r = array_args_opt(&aa, opt, optarg);
 
 		if (r < 0)
@@ -210,11 +210,11 @@ int cmd_map(int argc, char **argv)
 			}
 			break;
 		case 'h': usage(stdout); ret = EXIT_OK; goto out;
-		default: usage(stderr); goto out;
+		default: goto out;
 		}
 	}
 	if (optind >= argc) {
-		usage(stderr);
+		cli_usage_error("give the member images");
 		goto out;
 	}
 	if (array_args_open(&aa, argc - optind, argv + optind, &a))

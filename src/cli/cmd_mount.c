@@ -7,8 +7,10 @@
  * answers (or why it failed) and only then returns.  With -f the same
  * process mounts and serves until unmounted.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include "fuse_fs.h"
 #include "mount_scrub.h"
 #include "engine_args.h"
+#include "probe.h"
 #include "sysio.h"
 #include "util.h"
 
@@ -31,17 +34,22 @@ static void usage(FILE *f)
 {
 	fprintf(f, "Usage: raidimg mount [OPTIONS] [ARRAY OPTIONS] MEMBER... MOUNTPOINT\n\n"
 		   "Show the assembled array as one read-only file through FUSE, without root.\n"
-		   "MOUNTPOINT is a directory, which then holds the image (named after the md\n"
-		   "array, e.g. host_name.img, or array.img) and `status`, a JSON snapshot of the\n"
-		   "array (geometry, members and their state, degraded or not, bytes served,\n"
+		   "MOUNTPOINT is an empty directory, which then holds the image (named after the\n"
+		   "md array, e.g. host_name.img, or array.img) and `status`, a JSON snapshot of\n"
+		   "the array (geometry, members and their state, degraded or not, bytes served,\n"
 		   "stripes rebuilt from parity, read errors, member requests); or MOUNTPOINT is\n"
-		   "a regular file, which then shows the image itself.  Missing or unreadable\n"
-		   "members are rebuilt from parity on every read; a range that cannot be rebuilt\n"
-		   "reads as an I/O error (EIO), never as invented bytes.\n\n"
+		   "an empty regular file, which then shows the image itself.  A non-empty\n"
+		   "directory or file (a member image given last by mistake) and a mountpoint\n"
+		   "where something is already mounted are refused.  Missing or unreadable\n"
+		   "members are rebuilt from parity on every read (a degraded array is said on\n"
+		   "stderr); a range that cannot be rebuilt reads as an I/O error (EIO), never\n"
+		   "as invented bytes.\n\n"
 		   "The command returns once the mount answers, printing the image's path on\n"
 		   "standard output; the array is served by a background process until\n"
 		   "`fusermount3 -u MOUNTPOINT` (or umount, or SIGTERM/SIGINT to that process).\n\n"
 		   "  -f, --foreground     serve in this process until unmounted (Ctrl-C unmounts)\n"
+		   "  --nonempty           mount over a non-empty directory or file (hiding what is\n"
+		   "                       there; never over a member of the array)\n"
 		   "  --name NAME          file name of the image in the directory\n"
 		   "  --allow-other        let other users read the mount (-o allow_other; as an\n"
 		   "                       ordinary user needs user_allow_other in /etc/fuse.conf)\n"
@@ -62,6 +70,12 @@ static void usage(FILE *f)
 		   "  sync_speed_min       the speed limits per member in KiB/s, as md's (0: none);\n"
 		   "  sync_speed_max       writes also take 'unlimited' or a size per second (50M)\n"
 		   "  mismatch_cnt         md's count of the running or last scrub (sectors)\n"
+		   "  sync_completed       'DONE / TOTAL' sectors per member while a scrub runs,\n"
+		   "                       else 'none'\n"
+		   "  sync_speed           KiB/s per member of the running scrub, else 'none'\n"
+		   "  degraded             the number of members missing or not in sync\n"
+		   "  array_state          readonly (members opened read-only: never written);\n"
+		   "                       with --allow-repair: active while a repair runs, clean\n"
 		   "status shows the scrub's progress, counts, last mismatches, speed and limits.\n"
 		   "  --speed-limit-min RATE  floor kept while yielding to readers of the mount\n"
 		   "                       (default 1000 = KiB/s, md's)\n"
@@ -135,10 +149,35 @@ static void print_image_path(struct fuse_fs *fs, const char *mnt, const char *na
 	fflush(stdout);
 }
 
+/* A degraded array said on stderr once mounted, as mdadm says "started
+ * with 3 drives (out of 4)". */
+static void say_degraded(const struct array *a, const char *mnt)
+{
+	char missing[200] = "", rebuilding[200] = "";
+	int active = 0;
+
+	for (int r = 0; r < a->geom.raid_disks; r++) {
+		enum member_state s = a->members[r].state;
+		char *list = s == MEMBER_REBUILDING ? rebuilding : missing;
+		size_t used = strlen(list);
+
+		if (s == MEMBER_OK)
+			active++;
+		else if (used < sizeof(missing) - 16)
+			snprintf(list + used, sizeof(missing) - used, "%s%d", used ? ", " : "role ", r);
+	}
+	if (active == a->geom.raid_disks)
+		return;
+	msg("%s: started degraded, with %d of %d members (%s%s%s%s%s): the data of the members not in use is "
+	    "rebuilt from parity on every read", mnt, active, a->geom.raid_disks, missing[0] ? "missing: " : "", missing,
+	    missing[0] && rebuilding[0] ? "; " : "", rebuilding[0] ? "being rebuilt: " : "", rebuilding);
+}
+
 /* ---- foreground ---- */
 
 struct fg_ready {
 	struct fuse_fs *fs;
+	const struct array *a;
 	const char *mnt, *name;
 };
 
@@ -151,12 +190,13 @@ static void fg_ready(void *arg, int err, const char *text)
 		return;
 	}
 	print_image_path(r->fs, r->mnt, r->name);
+	say_degraded(r->a, r->mnt);
 	msg("serving %s until unmounted (fusermount3 -u %s, or Ctrl-C)", r->mnt, r->mnt);
 }
 
-static int run_foreground(struct fuse_fs *fs, const char *mnt, const char *name)
+static int run_foreground(struct fuse_fs *fs, const struct array *a, const char *mnt, const char *name)
 {
-	struct fg_ready r = { fs, mnt, name };
+	struct fg_ready r = { fs, a, mnt, name };
 	char err[ERR_MAX];
 	int ret;
 
@@ -343,6 +383,7 @@ static int run_daemon(struct fuse_fs *fs, struct array *a, const char *mnt, cons
 	}
 	close(p[0]);
 	print_image_path(fs, mnt, name);
+	say_degraded(a, mnt);
 	return EXIT_OK;
 }
 
@@ -353,6 +394,7 @@ struct mount_args {
 	struct mount_scrub_opts so;
 	bool scrub_opts;             /* an option of the scrub's control files was given */
 	bool foreground;
+	bool nonempty;               /* --nonempty: over a non-empty directory or file */
 	const char *name;            /* --name, NULL: from the array */
 	const char *overlay;         /* --overlay FILE */
 	const char *log;             /* --log FILE: the daemon's messages */
@@ -366,7 +408,7 @@ struct mount_args {
 static int parse_args(int argc, char **argv, struct mount_args *ma)
 {
 	enum { OPT_NAME = 0x2001, OPT_ALLOW_OTHER, OPT_THREADS, OPT_ALLOW_REPAIR, OPT_SCRUB_LOG, OPT_SPEED_MIN,
-	       OPT_SPEED_MAX, OPT_OVERLAY, OPT_LOG };
+	       OPT_SPEED_MAX, OPT_OVERLAY, OPT_LOG, OPT_NONEMPTY };
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "name", required_argument, NULL, OPT_NAME },
@@ -378,6 +420,7 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 		{ "scrub-log", required_argument, NULL, OPT_SCRUB_LOG },
 		{ "speed-limit-min", required_argument, NULL, OPT_SPEED_MIN },
 		{ "speed-limit-max", required_argument, NULL, OPT_SPEED_MAX },
+		{ "nonempty", no_argument, NULL, OPT_NONEMPTY },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
@@ -386,7 +429,7 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 	long long threads;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "fdh", longopts)) != -1) {
 		int r = array_args_opt(&ma->aa, opt, optarg);
 		if (r < 0)
 			return -1;
@@ -407,6 +450,7 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 		case OPT_ALLOW_REPAIR: ma->so.allow_repair = ma->scrub_opts = true; break;
 		case OPT_OVERLAY: ma->overlay = optarg; break;
 		case OPT_LOG: ma->log = optarg; break;
+		case OPT_NONEMPTY: ma->nonempty = true; break;
 		case OPT_SCRUB_LOG: ma->so.log_path = optarg; ma->scrub_opts = true; break;
 		case OPT_SPEED_MIN:
 		case OPT_SPEED_MAX:
@@ -416,14 +460,11 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 			ma->scrub_opts = true;
 			break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (argc - optind < 2) {
-		msg("give the member images and then the mountpoint");
-		usage(stderr);
-		return -1;
-	}
+	if (argc - optind < 2)
+		return cli_usage_error("give the member images and then the mountpoint");
 	if (ma->overlay && ma->so.allow_repair) {
 		msg("--overlay keeps the member images untouched; it cannot be combined with --allow-repair");
 		return -1;
@@ -432,6 +473,160 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 	ma->images = argv + optind;
 	ma->nimages = argc - optind - 1;
 	return 0;
+}
+
+/* /proc/self/mountinfo's escapes (\040 for a space...) undone in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+		    r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+/* Is the absolute path abs a mount point?  1 (its file system type in
+ * type), 0, or -1 when the mount table cannot be read. */
+static int find_mount(const char *abs, char *type, size_t tlen)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *fld[5], *dash;
+		int i;
+
+		dash = strstr(line, " - ");
+		for (i = 0; i < 5; i++) {
+			fld[i] = strtok_r(i ? NULL : line, " ", &save);
+			if (!fld[i])
+				break;
+		}
+		if (i < 5)
+			continue;
+		unescape_mountinfo(fld[4]);
+		if (strcmp(fld[4], abs))
+			continue;
+		found = 1;
+		snprintf(type, tlen, "%s", "?");
+		if (dash) {
+			char *t = dash + 3, *sp = strchr(t, ' ');
+			if (sp)
+				*sp = '\0';
+			snprintf(type, tlen, "%s", t);
+		}
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* Something already mounted on the mountpoint: stacking a second mount
+ * there would hide the first.  0, or -1 (said). */
+static int check_not_mounted(const char *mp)
+{
+	char *abs = realpath(mp, NULL), type[64];
+	int r;
+
+	if (!abs)
+		return 0;               /* said by the caller's stat */
+	r = find_mount(abs, type, sizeof(type));
+	if (r > 0) {
+		if (!strcmp(type, "fuse.raidimg"))
+			msg("%s: raidimg is already mounted there (status in %s/status); unmount it first: "
+			    "fusermount3 -u %s", mp, mp, mp);
+		else
+			msg("%s: already a mount point (%s): a mount over it would hide it; unmount it first or "
+			    "choose another mountpoint", mp, type);
+	}
+	free(abs);
+	return r > 0 ? -1 : 0;
+}
+
+/* The first entry of directory path (besides . and ..) into name; the
+ * number of entries (counted up to 1000), or -1 when it cannot be read. */
+static int dir_entries(const char *path, char *name, size_t len)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (n < 1000 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!n++)
+			snprintf(name, len, "%s", e->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The md superblock on a regular file, if it holds one: 0 with *mm, else
+ * -errno. */
+static int probe_file(const char *path, struct member_meta *mm)
+{
+	struct source *src = NULL;
+	char err[512];
+	int ret = source_open(path, SOURCE_READ, &src, err, sizeof(err));
+
+	if (ret)
+		return ret;
+	ret = metadata_probe(src, mm, err, sizeof(err));
+	source_close(src);
+	return ret;
+}
+
+/* A mount never covers anything by surprise: a directory must be empty and
+ * a regular file empty (it becomes the image), unless --nonempty.  A file
+ * holding an md superblock is most likely a member image given as the last
+ * argument by mistake: said so.  0 or -1 (said). */
+static int check_empty(const struct mount_args *ma, const struct stat *st)
+{
+	const char *mp = ma->mountpoint;
+	char first[256] = "", uuid[40], rb[16];
+	struct member_meta mm;
+	int n;
+
+	if (S_ISDIR(st->st_mode)) {
+		n = dir_entries(mp, first, sizeof(first));
+		if (n < 0) {
+			msg("%s: cannot read the directory: %s", mp, strerror(errno));
+			return -1;
+		}
+		if (n && !ma->nonempty) {
+			msg("%s: the directory is not empty (%s%d entr%s, e.g. '%s'): the mount would hide them; give "
+			    "an empty directory, or --nonempty to mount over them", mp, n >= 1000 ? "at least " : "",
+			    n, n == 1 ? "y" : "ies", first);
+			return -1;
+		}
+		return 0;
+	}
+	if (!st->st_size || ma->nonempty)
+		return 0;
+	if (!probe_file(mp, &mm)) {
+		meta_uuid_format(mm.set_uuid, uuid);
+		snprintf(rb, sizeof(rb), "%d", mm.role);
+		msg("%s: the mountpoint holds an md %s superblock (array %s, role %s): a member image? The mount "
+		    "would hide it.  Give the member images first and then the mountpoint (an empty directory "
+		    "or an empty file)", mp, mm.format, uuid, mm.role >= 0 ? rb : "spare or faulty");
+		return -1;
+	}
+	msg("%s: the mountpoint is a file of %" PRIu64 " bytes: the mount would hide its contents; give an "
+	    "empty directory or an empty file, or --nonempty to mount over it", mp, (uint64_t)st->st_size);
+	return -1;
 }
 
 /* The mountpoint, before anything is assembled (a typo there is cheaper to
@@ -444,6 +639,9 @@ static int check_mountpoint(const struct mount_args *ma, struct stat *st)
 		if (errno == ENOENT)
 			msg("%s: the mountpoint does not exist (create an empty directory, or a file to show "
 			    "the image as)", mp);
+		else if (errno == ENOTCONN)
+			msg("%s: a FUSE mount whose server has ended is still there (%s); unmount it first: "
+			    "fusermount3 -u %s", mp, strerror(errno), mp);
 		else
 			msg("%s: %s", mp, strerror(errno));
 		return -1;
@@ -452,6 +650,16 @@ static int check_mountpoint(const struct mount_args *ma, struct stat *st)
 		msg("%s: the mountpoint must be a directory or a regular file", mp);
 		return -1;
 	}
+	for (int i = 0; i < ma->nimages; i++) {
+		struct stat ms;
+
+		if (!stat(ma->images[i], &ms) && ms.st_dev == st->st_dev && ms.st_ino == st->st_ino) {
+			msg("%s: the mountpoint is one of the member images", mp);
+			return -1;
+		}
+	}
+	if (check_not_mounted(mp) || check_empty(ma, st))
+		return -1;
 	if (ma->scrub_opts && !S_ISDIR(st->st_mode)) {
 		msg("%s: --allow-repair, --scrub-log and --speed-limit-* are for the scrub's control files, "
 		    "which need a directory as the mountpoint", mp);
@@ -485,10 +693,13 @@ static int run_mount(struct mount_args *ma, const struct stat *st)
 		goto out;
 	if (array_args_open(&ma->aa, ma->nimages, ma->images, &a))
 		goto out;
-	for (int i = 0; i < ma->aa.ao.g.npaths; i++) {
-		struct stat ms;
-		if (!stat(ma->aa.ao.g.paths[i], &ms) && ms.st_dev == st->st_dev && ms.st_ino == st->st_ino) {
-			msg("%s: the mountpoint is one of the member images", ma->mountpoint);
+	if (S_ISREG(st->st_mode) && st->st_size && a->has_meta) {
+		struct member_meta mm;
+
+		/* even with --nonempty: a member of this very array left out */
+		if (!probe_file(ma->mountpoint, &mm) && !memcmp(mm.set_uuid, a->uuid, sizeof(a->uuid))) {
+			msg("%s: the mountpoint is a member image of this array (role %d) left out of the members "
+			    "given: the mount would hide it", ma->mountpoint, mm.role);
 			goto out;
 		}
 	}
@@ -533,7 +744,7 @@ static int run_mount(struct mount_args *ma, const struct stat *st)
 			dup2(log_fd, STDERR_FILENO);
 	}
 	if (ma->foreground)
-		ret = run_foreground(fs, mnt, name);
+		ret = run_foreground(fs, a, mnt, name);
 	else
 		ret = run_daemon(fs, a, mnt, name);
 out:

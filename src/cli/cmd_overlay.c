@@ -41,7 +41,7 @@ static void put_identity_json(FILE *f, const struct overlay_identity *id)
 {
 	char uuid[40];
 
-	fprintf(f, "\"array\":{\"kind\":\"%s\",\"uuid\":", id->kind == OVERLAY_ID_MD ? "md" : "manual");
+	fprintf(f, "\"array\":{\"kind\":\"%s\",\"array_uuid\":", id->kind == OVERLAY_ID_MD ? "md" : "manual");
 	if (id->kind == OVERLAY_ID_MD) {
 		meta_uuid_format(id->uuid, uuid);
 		fprintf(f, "\"%s\",\"name\":", uuid);
@@ -54,7 +54,7 @@ static void put_identity_json(FILE *f, const struct overlay_identity *id)
 	fprintf(f, ",\"level\":%d,\"layout\":%d,\"layout_name\":", id->level, id->layout);
 	json_str(f, layout_name(id->level, id->layout));
 	fprintf(f, ",\"raid_disks\":%d,\"chunk_bytes\":%" PRIu32 ",\"member_bytes\":%" PRIu64
-		",\"array_bytes\":%" PRIu64 ",\"data_offset\":%" PRIu64 "}",
+		",\"array_bytes\":%" PRIu64 ",\"data_offset_bytes\":%" PRIu64 "}",
 		id->raid_disks, id->chunk_bytes, id->member_bytes, id->array_bytes, id->data_offset);
 }
 
@@ -174,24 +174,24 @@ int cmd_overlay(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (argc < 2) {
-		usage(stderr);
+		cli_usage_error("give an action: info or discard");
 		return EXIT_ERR;
 	}
 	action = argv[1];
 	if (strcmp(action, "info") && strcmp(action, "discard")) {
-		msg("overlay: unknown action '%s' (info or discard)", action);
+		cli_usage_error("unknown action '%s' (info or discard)", action);
 		return EXIT_ERR;
 	}
 	optind = 1;
-	while ((opt = getopt_long(argc - 1, argv + 1, "h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc - 1, argv + 1, "h", longopts)) != -1) {
 		switch (opt) {
 		case 'j': json = true; break;
 		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_ERR;
+		default: return EXIT_ERR;
 		}
 	}
 	if (argc - 1 - optind != 1) {
-		msg("overlay %s: give one overlay file", action);
+		cli_usage_error("%s: give one overlay file", action);
 		return EXIT_ERR;
 	}
 	if (!strcmp(action, "discard")) {

@@ -69,7 +69,7 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct rebui
 	long long v;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		int r = array_args_opt(aa, opt, optarg);
 		if (!r)
 			r = scrub_engine_opt(&ra->so, &ra->progress, opt, optarg);
@@ -89,13 +89,11 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct rebui
 		case O_OVER: ra->overwrite = true; break;
 		case O_JSON: ra->json = true; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc || ra->role < 0 || !ra->output) {
-		msg("rebuild needs the members, --role K and -o NEW.img (raidimg rebuild --help)");
-		return -1;
-	}
+	if (optind >= argc || ra->role < 0 || !ra->output)
+		return cli_usage_error("give the members, --role K and -o NEW.img");
 	return 0;
 }
 
@@ -234,12 +232,12 @@ static uint64_t output_bytes(const struct array *a, const struct array_member *t
 static void print_result(const struct rebuild_args *ra, const struct array *a, const struct member_meta *m,
 			 bool has_meta, const struct scrub_progress *p, uint64_t bytes)
 {
-	char sz[32];
+	char sz[32], sp[40];
 
 	if (ra->json) {
 		printf("{\"type\":\"rebuild\",\"role\":%d,\"output\":", ra->role);
 		json_path(stdout, ra->output, "output");
-		printf(",\"image_bytes\":%" PRIu64 ",\"data_offset\":%" PRIu64 ",\"stripes\":%" PRIu64
+		printf(",\"image_bytes\":%" PRIu64 ",\"data_offset_bytes\":%" PRIu64 ",\"stripes\":%" PRIu64
 		       ",\"bytes_written\":%" PRIu64 ",\"member_requests\":%" PRIu64 ",\"member_request_bytes\":%" PRIu64
 		       ",\"seconds\":%.6f", bytes, ra->so.rebuild_data_offset, a->stripes, p->bytes_written,
 		       p->member_requests, p->member_request_bytes, p->seconds);
@@ -251,8 +249,9 @@ static void print_result(const struct rebuild_args *ra, const struct array *a, c
 		return;
 	}
 	printf("rebuilt role %d of the RAID%d into %s (%s, data at offset %" PRIu64 ", %" PRIu64 " stripes, %"
-	       PRIu64 " bytes written, %.2f s)\n", ra->role, a->geom.level, ra->output, fmt_size(bytes, sz, sizeof(sz)),
-	       ra->so.rebuild_data_offset, a->stripes, p->bytes_written, p->seconds);
+	       PRIu64 " bytes written, %.2f s, %s per member)\n", ra->role, a->geom.level, ra->output,
+	       fmt_size(bytes, sz, sizeof(sz)), ra->so.rebuild_data_offset, a->stripes, p->bytes_written, p->seconds,
+	       fmt_speed(p->seconds > 0 ? (double)p->done_bytes / p->seconds : 0, sp, sizeof(sp)));
 	if (has_meta)
 		printf("md %s superblock: role %d, device slot %d, events %" PRIu64 "\n", m->format, m->role,
 		       m->dev_number, m->events);

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "custody.h"
@@ -162,9 +163,9 @@ static int replay_read(const struct replay_spec *rs, struct array *a, const char
 	pl.nthreads = nthreads;
 	pl.consume = replay_consume;
 	pl.ctx = &ro;
-	progress_start(&ro.pg, "replay", rs->length);
+	progress_start(&ro.pg, "replay", rs->length, isatty(STDERR_FILENO));
 	ret = pipeline_run(&pl);
-	progress_end(&ro.pg);
+	progress_end(&ro.pg, ro.done, !ret);
 	if (ret || (ro.sink && sink_finish(ro.sink))) {
 		ret = EXIT_ERR;
 		goto out;
@@ -205,7 +206,7 @@ int cmd_replay(int argc, char **argv)
 	long long nthreads = 2;
 	int opt, ret = EXIT_ERR;
 
-	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case OPT_OVERWRITE: overwrite = true; break;
@@ -216,11 +217,11 @@ int cmd_replay(int argc, char **argv)
 			}
 			break;
 		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_ERR;
+		default: return EXIT_ERR;
 		}
 	}
 	if (optind != argc - 1) {
-		usage(stderr);
+		cli_usage_error(optind >= argc ? "give the record" : "one record at a time");
 		return EXIT_ERR;
 	}
 	record = argv[optind];

@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "outfile.h"
+#include "scrub_metrics.h"
 #include "scrub_report.h"
 #include "engine_args.h"
 #include "util.h"
@@ -83,6 +84,15 @@ static void usage(FILE *f)
 		   "                         (every --checkpoint-interval and when interrupted);\n"
 		   "                         removed when the scrub finishes\n"
 		   "  --checkpoint-interval SECONDS  (default 10)\n"
+		   "  --shard K/N            only shard K of N (K from 0 to N-1): the stripes of\n"
+		   "                         the array (or of --range) cut in N parts of whole\n"
+		   "                         stripes; run the N shards anywhere (GNU parallel,\n"
+		   "                         a Slurm array job), then `raidimg scrub-merge` their\n"
+		   "                         --json reports into the report of one scrub\n"
+		   "  --metrics FILE         write the result for Prometheus (node_exporter's\n"
+		   "                         textfile format: last run time, duration, bytes,\n"
+		   "                         mismatches, read errors, result), atomically\n"
+		   "  --metrics-label NAME=VALUE  an extra label on every metric (up to 8)\n"
 		   "  --request-size SIZE    bytes read from each member per request (default 1M)\n"
 		   "  --threads N            reader threads (default: members, at most 4)\n"
 		   "  --speed-limit-min RATE floor kept even while yielding (default 1000 = KiB/s)\n"
@@ -98,7 +108,51 @@ struct scrub_args {
 	struct scrub_opts so;
 	bool repair, json, progress;
 	const char *range;
+	int shard, shards;           /* --shard K/N; shards 0: none */
+	char shard_text[32];
+	const char *metrics;         /* --metrics FILE */
+	struct scrub_metrics m;      /* its labels */
 };
+
+/* --shard K/N.  0 or -1 (said). */
+static int parse_shard(const char *arg, struct scrub_args *sa)
+{
+	const char *slash = strchr(arg, '/');
+	char k[24];
+	long long kv, nv;
+
+	if (!slash || (size_t)(slash - arg) >= sizeof(k)) {
+		msg("--shard %s: give K/N, shard K of N (K from 0 to N-1), e.g. 0/8", arg);
+		return -1;
+	}
+	memcpy(k, arg, (size_t)(slash - arg));
+	k[slash - arg] = '\0';
+	if (parse_int(slash + 1, 1, 1000000, &nv) || parse_int(k, 0, nv - 1, &kv)) {
+		msg("--shard %s: give K/N with 1 <= N <= 1000000 and 0 <= K < N (shards are numbered from 0, as "
+		    "Slurm's SLURM_ARRAY_TASK_ID with --array=0-%lld)", arg, nv > 1 ? nv - 1 : 0);
+		return -1;
+	}
+	sa->shard = (int)kv;
+	sa->shards = (int)nv;
+	snprintf(sa->shard_text, sizeof(sa->shard_text), "%lld/%lld", kv, nv);
+	return 0;
+}
+
+/* The stripes of shard K of N of [*b, *e): whole stripes, the shards in
+ * order, their sizes differing by one at most.  0 or -1 (said). */
+static int apply_shard(const struct scrub_args *sa, const struct array *a, struct scrub_opts *so)
+{
+	uint64_t b = so->stripe_begin, e = so->stripe_end ? so->stripe_end : a->stripes, n = e - b;
+
+	if ((uint64_t)sa->shards > n) {
+		msg("--shard %s: the range has %" PRIu64 " stripes, fewer than %d shards", sa->shard_text, n,
+		    sa->shards);
+		return -1;
+	}
+	so->stripe_begin = b + (uint64_t)((unsigned __int128)n * (unsigned)sa->shard / (unsigned)sa->shards);
+	so->stripe_end = b + (uint64_t)((unsigned __int128)n * (unsigned)(sa->shard + 1) / (unsigned)sa->shards);
+	return 0;
+}
 
 /* --range START:END over array bytes -> whole stripes. */
 static int apply_range(const char *range, const struct array *a, struct scrub_opts *so)
@@ -133,9 +187,12 @@ static int apply_range(const char *range, const struct array *a, struct scrub_op
 
 static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub_args *sa)
 {
-	enum { O_REPAIR = 0x2101, O_JSON, O_RANGE, O_CP, O_CPI };
+	enum { O_REPAIR = 0x2101, O_JSON, O_RANGE, O_CP, O_CPI, O_SHARD, O_METRICS, O_LABEL };
 	static const struct option longopts[] = {
 		{ "repair", no_argument, NULL, O_REPAIR },
+		{ "shard", required_argument, NULL, O_SHARD },
+		{ "metrics", required_argument, NULL, O_METRICS },
+		{ "metrics-label", required_argument, NULL, O_LABEL },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "range", required_argument, NULL, O_RANGE },
 		{ "checkpoint", required_argument, NULL, O_CP },
@@ -146,10 +203,11 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub
 		ARRAY_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
+	char err[256];
 	long long v;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(argc, argv, "h", longopts)) != -1) {
 		int r = array_args_opt(aa, opt, optarg);
 		if (!r)
 			r = scrub_engine_opt(&sa->so, &sa->progress, opt, optarg);
@@ -162,6 +220,17 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub
 		case O_JSON: sa->json = true; break;
 		case O_RANGE: sa->range = optarg; break;
 		case O_CP: sa->so.checkpoint_path = optarg; break;
+		case O_SHARD:
+			if (parse_shard(optarg, sa))
+				return -1;
+			break;
+		case O_METRICS: sa->metrics = optarg; break;
+		case O_LABEL:
+			if (scrub_metrics_label(&sa->m, optarg, err, sizeof(err))) {
+				msg("%s", err);
+				return -1;
+			}
+			break;
 		case O_CPI:
 			if (parse_int(optarg, 1, 86400 * 365, &v)) {
 				msg("--checkpoint-interval %s: give a number of seconds", optarg);
@@ -170,14 +239,44 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct scrub
 			sa->so.checkpoint_ns = (uint64_t)v * 1000000000ull;
 			break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		default: return -1;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return -1;
-	}
+	if (optind >= argc)
+		return cli_usage_error("give the member images");
+	if (sa->m.nlabels && !sa->metrics)
+		return cli_usage_error("--metrics-label is for --metrics FILE");
 	return 0;
+}
+
+/* --metrics FILE: the result of this run (a, p: NULL when the array could
+ * not be had).  Returns ret, or EXIT_ERR when the file cannot be written. */
+static int write_metrics(struct scrub_args *sa, const struct array *a, const struct scrub_progress *p,
+			 const char *result, int ret)
+{
+	struct scrub_metrics *m = &sa->m;
+	char uuid[40] = "", err[ERR_MAX];
+	struct timespec ts;
+
+	if (!sa->metrics)
+		return ret;
+	if (a && a->has_meta)
+		meta_uuid_format(a->uuid, uuid);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	m->array_uuid = uuid;
+	m->array_name = a ? a->name : "";
+	m->mode = sa->repair ? "repair" : "check";
+	m->shard = sa->shards ? sa->shard_text : NULL;
+	m->result = result;
+	m->exit_status = ret;
+	m->finished = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (p)
+		scrub_metrics_counts(m, p);
+	if (scrub_metrics_write(sa->metrics, m, err, sizeof(err))) {
+		msg("%s", err);
+		return EXIT_ERR;
+	}
+	return ret;
 }
 
 /* --repair writes: refuse images marked read-only (even for root), so a
@@ -198,6 +297,32 @@ static int check_writable(const struct array_args *aa)
 	return 0;
 }
 
+/* The summary, the message of a run that did not cover its range, the exit
+ * status. */
+static int report_end(struct scrub_args *sa, struct scrub_cmd *c, int r, const struct scrub_progress *p,
+		      const char *result)
+{
+	struct scrub_summary_id id;
+
+	scrub_summary_id_of(c->a, &id);
+	id.shard = sa->shard;
+	id.shards = sa->shards;
+	if (c->ui.json)
+		scrub_report_summary_json_id(stdout, &id, p, result, sa->so.mode, NULL);
+	else
+		scrub_report_summary_text(stdout, c->a, p, result, sa->so.mode);
+	if (r == -EINTR)
+		msg("interrupted at stripe %" PRIu64 "%s%s", p->next_stripe,
+		    sa->so.checkpoint_path ? "; resume with --checkpoint " : " (no --checkpoint: not saved)",
+		    sa->so.checkpoint_path ? sa->so.checkpoint_path : "");
+	else if (r)
+		msg("scrub stopped at stripe %" PRIu64 ": %s", p->next_stripe, p->message[0] ? p->message : strerror(-r));
+	else if (!p->mismatches && (p->stripes_unchecked || p->read_errors))
+		msg("%" PRIu64 " member read errors; %" PRIu64 " stripes could not be checked (too few members "
+		    "readable there)", p->read_errors, p->stripes_unchecked);
+	return r ? EXIT_ERR : p->mismatches ? EXIT_FOUND : (p->stripes_unchecked || p->read_errors) ? EXIT_ERR : EXIT_OK;
+}
+
 int cmd_scrub(int argc, char **argv)
 {
 	struct array_args aa;
@@ -206,7 +331,8 @@ int cmd_scrub(int argc, char **argv)
 	struct scrub *s = NULL;
 	struct scrub_progress p;
 	char err[ERR_MAX] = "";
-	const char *result;
+	const char *result = "error";
+	bool have_p = false;
 	int ret = EXIT_ERR, r;
 
 	memset(&sa, 0, sizeof(sa));
@@ -220,20 +346,22 @@ int cmd_scrub(int argc, char **argv)
 		goto out_args;
 	}
 	if (array_args_prepare(&aa, argc - optind, argv + optind))
-		goto out_args;
+		goto out_metrics;
 	if (sa.repair) {
 		/* the only mode that opens members for writing */
 		aa.ao.open_flags = SOURCE_WRITE;
 		if (check_writable(&aa))
-			goto out_args;
+			goto out_metrics;
 	}
-	if (array_assemble(&aa.ao, &c.a, err, sizeof(err))) {
+	if (array_args_assemble(&aa, &c.a, err, sizeof(err))) {
 		msg("%s", err);
-		goto out_args;
+		goto out_metrics;
 	}
 	print_array_warnings(c.a);
 	if (sa.range && apply_range(sa.range, c.a, &sa.so))
-		goto out;
+		goto out_metrics;
+	if (sa.shards && apply_shard(&sa, c.a, &sa.so))
+		goto out_metrics;
 	sa.so.mode = sa.repair ? SCRUB_REPAIR : SCRUB_CHECK;
 	sa.so.resume = true;
 	c.repair = sa.repair;
@@ -248,25 +376,14 @@ int cmd_scrub(int argc, char **argv)
 	}
 	r = scrub_ui_run(&c.ui, s);
 	scrub_get_progress(s, &p);
+	have_p = true;
 	result = scrub_result_name(r, &p, sa.so.mode);
-	if (c.ui.json)
-		scrub_report_summary_json(stdout, c.a, &p, result, sa.so.mode);
-	else
-		scrub_report_summary_text(stdout, c.a, &p, result, sa.so.mode);
-	if (r == -EINTR)
-		msg("interrupted at stripe %" PRIu64 "%s%s", p.next_stripe,
-		    sa.so.checkpoint_path ? "; resume with --checkpoint " : " (no --checkpoint: not saved)",
-		    sa.so.checkpoint_path ? sa.so.checkpoint_path : "");
-	else if (r)
-		msg("scrub stopped at stripe %" PRIu64 ": %s", p.next_stripe, p.message[0] ? p.message : strerror(-r));
-	else if (!p.mismatches && (p.stripes_unchecked || p.read_errors))
-		msg("%" PRIu64 " member read errors; %" PRIu64 " stripes could not be checked (too few members "
-		    "readable there)", p.read_errors, p.stripes_unchecked);
-	ret = r ? EXIT_ERR : p.mismatches ? EXIT_FOUND : (p.stripes_unchecked || p.read_errors) ? EXIT_ERR : EXIT_OK;
+	ret = report_end(&sa, &c, r, &p, result);
 	scrub_free(s);
 out_ui:
 	scrub_ui_free(&c.ui);
-out:
+out_metrics:
+	ret = write_metrics(&sa, c.a, have_p ? &p : NULL, result, ret);
 	array_free(c.a);
 out_args:
 	array_args_free(&aa);

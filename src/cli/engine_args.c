@@ -82,6 +82,7 @@ void scrub_ui_init(struct scrub_ui *ui, struct scrub_opts *o, bool progress, boo
 
 	memset(ui, 0, sizeof(*ui));
 	progress_init(&ui->bar, stderr, progress, label, 0);
+	ui->bar.per = "per member";     /* as md's sync_completed and the speed limits */
 	pthread_mutex_init(&ui->lock, NULL);
 	ui->json = json;
 	ui->trace_fd = -1;
@@ -111,7 +112,9 @@ void scrub_ui_free(struct scrub_ui *ui)
 	pthread_mutex_destroy(&ui->lock);
 }
 
-static void ui_redraw(struct scrub_ui *ui, struct scrub *s, bool force)
+/* A frame of the bar; the last one (last) with the run's average speed and
+ * time taken, left on its line. */
+static void ui_redraw(struct scrub_ui *ui, struct scrub *s, bool last)
 {
 	struct scrub_progress p;
 	char extra[64] = "";
@@ -122,8 +125,13 @@ static void ui_redraw(struct scrub_ui *ui, struct scrub *s, bool force)
 		snprintf(extra, sizeof(extra), "%" PRIu64 " mismatch%s", p.mismatches, p.mismatches == 1 ? "" : "es");
 	if (p.state == SCRUB_PAUSED)
 		snprintf(extra, sizeof(extra), "paused");
+	if (last && p.state == SCRUB_STOPPED)
+		snprintf(extra, sizeof(extra), "interrupted");
 	pthread_mutex_lock(&ui->lock);
-	progress_show(&ui->bar, p.done_bytes, p.speed, extra[0] ? extra : NULL, force);
+	if (last)
+		progress_finish(&ui->bar, p.done_bytes, p.seconds, extra[0] ? extra : NULL);
+	else
+		progress_show(&ui->bar, p.done_bytes, p.speed, extra[0] ? extra : NULL, false);
 	pthread_mutex_unlock(&ui->lock);
 }
 
@@ -150,9 +158,6 @@ int scrub_ui_run(struct scrub_ui *ui, struct scrub *s)
 	}
 	ret = scrub_join(s);
 	ui_redraw(ui, s, true);
-	pthread_mutex_lock(&ui->lock);
-	progress_clear(&ui->bar);
-	pthread_mutex_unlock(&ui->lock);
 out:
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);

@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{ "cat", cmd_cat, "write the assembled array's bytes to stdout or a file" },
 	{ "create", cmd_create, "write the member images of a new array (from a file or zeros)" },
 	{ "scrub", cmd_scrub, "check (or --repair) parity in every stripe, report every mismatch" },
+	{ "scrub-merge", cmd_scrub_merge, "merge the --json reports of a scrub split in shards (--shard K/N)" },
 	{ "rebuild", cmd_rebuild, "write a complete replacement image for one member (role)" },
 	{ "mount", cmd_mount, "show the array as a file through FUSE (read-only)" },
 	{ "map", cmd_map, "say (or draw, --svg) where every array byte comes from: direct, rebuilt, untrusted, lost" },
@@ -36,7 +37,7 @@ static void usage(FILE *f)
 		   "Assemble Linux md RAID4/5/6 arrays from member image files, without root.\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < ARRAY_LEN(commands); i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nraidimg COMMAND --help shows a command's options.  raidimg --version.\n"
 		   "Member images are opened read-only by every command except create and scrub --repair.\n");
 }
@@ -83,7 +84,7 @@ static int check_stdout(int ret)
 static int run(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
+		cli_usage_error("give a command");
 		return EXIT_ERR;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -95,9 +96,14 @@ static int run(int argc, char **argv)
 		return EXIT_OK;
 	}
 	for (size_t i = 0; i < ARRAY_LEN(commands); i++)
-		if (!strcmp(argv[1], commands[i].name))
+		if (!strcmp(argv[1], commands[i].name)) {
+			cli_command = commands[i].name;
 			return commands[i].fn(argc - 1, argv + 1);
-	msg("unknown command '%s' (raidimg --help lists them)", argv[1]);
+		}
+	if (argv[1][0] == '-')
+		msg("unrecognized option '%s' before the command (raidimg --help lists the commands)", argv[1]);
+	else
+		msg("unknown command '%s' (raidimg --help lists them)", argv[1]);
 	return EXIT_ERR;
 }
 

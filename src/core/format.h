@@ -67,6 +67,9 @@ struct member_meta {
 	int32_t bblog_offset;       /* sectors, relative to super_offset */
 	uint16_t bblog_size;        /* sectors */
 	uint8_t bblog_shift;
+	uint32_t sb_csum;           /* the checksum as stored (probe verified it) */
+	int32_t bitmap_offset;      /* sectors from the superblock to the write-intent
+	                               bitmap, if feature_map & 1 (0.90: 8) */
 	/* reshape (feature bit 4 / 0.90 minor 91) */
 	int reshape_active;
 	uint64_t reshape_position;  /* sectors of the array */

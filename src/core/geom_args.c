@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "geom_args.h"
 #include "util.h"
@@ -13,6 +14,42 @@ void geom_args_init(struct geom_args *ga)
 	ga->geom.chunk_bytes = 512 * 1024;
 }
 
+int geom_parse_level(const char *arg, int *level, char *err, size_t errlen)
+{
+	const char *num = arg;
+	long long v;
+
+	if (!strncasecmp(arg, "raid", 4))
+		num = arg + 4;          /* mdadm's "raid6" */
+	if (parse_int(num, 0, 10, &v) || (v != 4 && v != 5 && v != 6))
+		return fmt_fail(err, errlen, -1, "--level %s: raidimg handles RAID levels 4, 5 and 6 (also written "
+				"raid4, raid5, raid6)", arg);
+	*level = (int)v;
+	return 0;
+}
+
+int geom_parse_chunk(const char *arg, uint32_t *bytes, char *err, size_t errlen)
+{
+	size_t digits = strspn(arg, "0123456789");
+	uint64_t sz;
+	int r;
+
+	if (digits && !arg[digits]) {
+		/* a plain number: KiB, mdadm's unit for --chunk */
+		r = parse_size(arg, &sz);
+		if (!r && sz > (UINT64_MAX >> 10))
+			r = -ERANGE;
+		sz <<= 10;
+	} else {
+		r = parse_size(arg, &sz);
+	}
+	if (r || sz == 0 || (sz & (sz - 1)) || sz > (1u << 30) || sz < 4096)
+		return fmt_fail(err, errlen, -1, "--chunk %s: the chunk size must be a power of two from 4K to 1G "
+				"(a plain number is KiB, as in mdadm: 64 = 64K)", arg);
+	*bytes = (uint32_t)sz;
+	return 0;
+}
+
 int geom_args_opt(struct geom_args *ga, int opt, const char *arg, char *err, size_t errlen)
 {
 	long long v;
@@ -20,9 +57,8 @@ int geom_args_opt(struct geom_args *ga, int opt, const char *arg, char *err, siz
 
 	switch (opt) {
 	case GEOM_OPT_LEVEL:
-		if (parse_int(arg, 0, 10, &v) || (v != 4 && v != 5 && v != 6))
-			return fmt_fail(err, errlen, -1, "--level %s: raidimg handles RAID levels 4, 5 and 6", arg);
-		ga->geom.level = (int)v;
+		if (geom_parse_level(arg, &ga->geom.level, err, errlen))
+			return -1;
 		ga->have_level = true;
 		return 1;
 	case GEOM_OPT_LAYOUT:
@@ -30,11 +66,15 @@ int geom_args_opt(struct geom_args *ga, int opt, const char *arg, char *err, siz
 		ga->have_layout = true;
 		return 1;
 	case GEOM_OPT_CHUNK:
-		if (parse_size(arg, &sz) || sz == 0 || (sz & (sz - 1)) || sz > (1u << 30) || sz < 4096)
-			return fmt_fail(err, errlen, -1,
-					"--chunk %s: the chunk size must be a power of two between 4K and 1G", arg);
-		ga->geom.chunk_bytes = (uint32_t)sz;
+		if (geom_parse_chunk(arg, &ga->geom.chunk_bytes, err, errlen))
+			return -1;
 		ga->have_chunk = true;
+		return 1;
+	case GEOM_OPT_RAID_DEVICES:
+		if (parse_int(arg, 2, LAYOUT_MAX_DISKS, &v))
+			return fmt_fail(err, errlen, -1, "--raid-devices %s: give a number from 2 to %d", arg,
+					LAYOUT_MAX_DISKS);
+		ga->raid_devices = (int)v;
 		return 1;
 	case GEOM_OPT_ORDER:
 		ga->order_arg = arg;
@@ -84,6 +124,15 @@ int geom_args_opt(struct geom_args *ga, int opt, const char *arg, char *err, siz
 	return 0;
 }
 
+static int count_missing(const int *order, int n)
+{
+	int m = 0;
+
+	for (int r = 0; r < n; r++)
+		m += order[r] < 0;
+	return m;
+}
+
 static int parse_order(struct geom_args *ga, int nimages, char *err, size_t errlen)
 {
 	char *copy = strdup(ga->order_arg), *save = NULL, *tok;
@@ -111,16 +160,35 @@ static int parse_order(struct geom_args *ga, int nimages, char *err, size_t errl
 	}
 	free(copy);
 	ga->norder = n;
-	return ret;
+	if (ret)
+		return ret;
+	/* every image named exactly once: an image left out of --order would
+	 * be silently unused */
+	for (int i = 0; i < nimages; i++) {
+		int seen = 0;
+
+		for (int r = 0; r < n; r++)
+			seen += ga->order[r] == i;
+		if (seen > 1)
+			return fmt_fail(err, errlen, -1, "--order %s: image %d (%s) is named %d times", ga->order_arg,
+					i, ga->paths[i], seen);
+		if (!seen)
+			return fmt_fail(err, errlen, -1, "--order %s names %d of the %d images given: image %d (%s) "
+					"is not in it (name every image once, 'missing' for absent members, or "
+					"leave the image out)", ga->order_arg, n - count_missing(ga->order, n),
+					nimages, i, ga->paths[i]);
+	}
+	return 0;
 }
 
 int geom_args_prepare(struct geom_args *ga, int argc, char **argv, char *err, size_t errlen)
 {
 	bool manual = ga->have_level;
 
-	if (!manual && (ga->have_layout || ga->have_chunk || ga->order_arg || ga->data_offset || ga->member_bytes))
-		return fmt_fail(err, errlen, -1, "--layout, --chunk, --order, --data-offset and --member-size "
-				"describe a manual geometry: give --level too");
+	if (!manual && (ga->have_layout || ga->have_chunk || ga->order_arg || ga->data_offset || ga->member_bytes ||
+			ga->raid_devices))
+		return fmt_fail(err, errlen, -1, "--layout, --chunk, --order, --data-offset, --member-size and "
+				"--raid-devices describe a manual geometry: give --level too");
 	ga->paths = calloc((size_t)argc + 1, sizeof(*ga->paths));
 	if (!ga->paths)
 		return fmt_fail(err, errlen, -1, "out of memory");
@@ -151,6 +219,11 @@ int geom_args_prepare(struct geom_args *ga, int argc, char **argv, char *err, si
 			return -1;
 		ga->manual = true;
 		ga->geom.raid_disks = ga->norder;
+		if (ga->raid_devices && ga->raid_devices != ga->norder)
+			return fmt_fail(err, errlen, -1, "--raid-devices %d, but %s make %d member%s (write 'missing' "
+					"for an absent member)", ga->raid_devices,
+					ga->order_arg ? "--order's entries" : "the images given", ga->norder,
+					ga->norder == 1 ? "" : "s");
 		if (ga->layout_name && layout_from_name(ga->geom.level, ga->layout_name, &ga->geom.layout))
 			return fmt_fail(err, errlen, -1, "--layout %s: not a RAID%d layout", ga->layout_name,
 					ga->geom.level);

@@ -18,6 +18,7 @@
 enum {
 	GEOM_OPT_LEVEL = 0x1001, GEOM_OPT_LAYOUT, GEOM_OPT_CHUNK, GEOM_OPT_ORDER, GEOM_OPT_DATA_OFFSET,
 	GEOM_OPT_MEMBER_SIZE, GEOM_OPT_FORCE, GEOM_OPT_RESHAPE_POS, GEOM_OPT_MAP, GEOM_OPT_NO_MAPS,
+	GEOM_OPT_RAID_DEVICES,
 };
 
 /* --map IMAGE=MAPFILE: a GNU ddrescue mapfile for one image (argv's strings). */
@@ -38,6 +39,8 @@ struct geom_args {
 	uint64_t member_bytes;       /* 0: the smallest image less data_offset (manual) */
 	int order[LAYOUT_MAX_DISKS]; /* manual: role -> index into paths, -1 missing */
 	int norder;
+	int raid_devices;            /* --raid-devices (mdadm's name): the member count
+	                                the images and --order must make; 0: not given */
 	bool force;                  /* use stale / faulty-marked members, loudly */
 	bool have_reshape_bytes;     /* read as if md had recorded this reshape position */
 	uint64_t reshape_bytes;
@@ -51,14 +54,25 @@ struct geom_args {
 	bool no_maps;
 };
 
+/* The values as mdadm spells them too (create shares them):
+ * --level: 4, 5, 6 or raid4, raid5, raid6 (any case); 0 or -1 with the
+ * problem in err.
+ * --chunk: a size with a suffix (64K, 1M, 128s), or a plain number of KiB
+ * as mdadm's --chunk takes it (64 = 64 KiB); a power of two from 4 KiB to
+ * 1 GiB.  0 or -1 with the problem in err. */
+int geom_parse_level(const char *arg, int *level, char *err, size_t errlen);
+int geom_parse_chunk(const char *arg, uint32_t *bytes, char *err, size_t errlen);
+
 /* Defaults: left-symmetric, 512 KiB chunks, no images. */
 void geom_args_init(struct geom_args *ga);
 /* Take one option (opt: GEOM_OPT_*).  1 taken, 0 not one of these, -1 bad
  * value (the problem in err). */
 int geom_args_opt(struct geom_args *ga, int opt, const char *arg, char *err, size_t errlen);
 /* Take the remaining arguments as images ('missing' for an absent member
- * with a manual geometry) and check the whole.  0, or -1 with the problem
- * in err. */
+ * with a manual geometry) and check the whole: --order must name every
+ * image exactly once, and --raid-devices (if given) must be the number of
+ * members the images and 'missing' (or --order) make.  0, or -1 with the
+ * problem in err. */
 int geom_args_prepare(struct geom_args *ga, int argc, char **argv, char *err, size_t errlen);
 void geom_args_free(struct geom_args *ga);
 

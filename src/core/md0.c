@@ -183,6 +183,8 @@ static void sb0_fill(const uint8_t *buf, uint64_t dev_sectors, struct member_met
 	out->feature_map = 0;
 	if (get_le32(buf + O_STATE) & SB_BITMAP_PRESENT)
 		out->feature_map |= 1;
+	out->bitmap_offset = 8;         /* the 4 KiB after the superblock */
+	out->sb_csum = get_le32(buf + O_SB_CSUM);
 
 	out->reshape_active = get_le32(buf + O_MINOR) == 91;
 	if (out->reshape_active) {

@@ -190,6 +190,8 @@ static void sb1_fill(const uint8_t *buf, struct member_meta *out)
 	out->feature_map = get_le32(buf + O_FEATURE);
 	memcpy(out->device_uuid, buf + O_DEVICE_UUID, 16);
 	out->bblog_shift = buf[O_BBLOG_SHIFT];
+	out->sb_csum = get_le32(buf + O_SB_CSUM);
+	out->bitmap_offset = (int32_t)get_le32(buf + O_BITMAP_OFF);
 	out->bblog_size = get_le16(buf + O_BBLOG_SIZE);
 	out->bblog_offset = (int32_t)get_le32(buf + O_BBLOG_OFFSET);
 

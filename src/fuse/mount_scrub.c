@@ -45,7 +45,7 @@ struct ctl_file {
 	struct mount_scrub *ms;
 };
 
-enum { CTL_ACTION, CTL_MIN, CTL_MAX, CTL_MISMATCH, NCTL };
+enum { CTL_ACTION, CTL_MIN, CTL_MAX, CTL_MISMATCH, CTL_COMPLETED, CTL_SPEED, CTL_DEGRADED, CTL_STATE, NCTL };
 
 struct mount_scrub {
 	struct array *a;             /* borrowed */
@@ -477,6 +477,62 @@ static int show_mismatch_cnt(struct mount_scrub *ms, char *buf, size_t len)
 	return 0;
 }
 
+/* md's sync_completed: sectors of each member done / of the whole member
+ * while a scrub runs, "none" otherwise. */
+static int show_completed(struct mount_scrub *ms, char *buf, size_t len)
+{
+	struct scrub_progress p;
+
+	pthread_mutex_lock(&ms->lock);
+	if (ms->cur) {
+		scrub_get_progress(ms->cur, &p);
+		snprintf(buf, len, "%" PRIu64 " / %" PRIu64 "\n", p.next_stripe * ms->a->geom.chunk_bytes / 512,
+			 ms->a->stripes * ms->a->geom.chunk_bytes / 512);
+	} else {
+		snprintf(buf, len, "none\n");
+	}
+	pthread_mutex_unlock(&ms->lock);
+	return 0;
+}
+
+/* md's sync_speed: KiB/s per member of the running scrub, "none" when idle. */
+static int show_speed(struct mount_scrub *ms, char *buf, size_t len)
+{
+	struct scrub_progress p;
+
+	pthread_mutex_lock(&ms->lock);
+	if (ms->cur) {
+		scrub_get_progress(ms->cur, &p);
+		snprintf(buf, len, "%" PRIu64 "\n", (uint64_t)(p.speed / 1024));
+	} else {
+		snprintf(buf, len, "none\n");
+	}
+	pthread_mutex_unlock(&ms->lock);
+	return 0;
+}
+
+/* md's degraded: members missing or not in sync. */
+static int show_degraded(struct mount_scrub *ms, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d\n", ms->a->nmissing);
+	return 0;
+}
+
+/* md's array_state, in md's words: "readonly" when the members were opened
+ * read-only (they are never written: the default, and --overlay), else
+ * (--allow-repair) "active" while a repair may write and "clean" when
+ * nothing writes. */
+static int show_state(struct mount_scrub *ms, char *buf, size_t len)
+{
+	const char *w;
+
+	pthread_mutex_lock(&ms->lock);
+	w = !ms->allow_repair ? "readonly" : ms->cur && ms->cur_mode == SCRUB_REPAIR ? "active" : "clean";
+	pthread_mutex_unlock(&ms->lock);
+	snprintf(buf, len, "%s\n", w);
+	return 0;
+}
+
 /* What an open of a control file holds: the text at the open. */
 struct ctl_handle {
 	size_t len;
@@ -617,10 +673,10 @@ static void put_counts(FILE *f, const struct array *a, const struct scrub_progre
 		",\"writes\":%" PRIu64 ",\"bytes_written\":%" PRIu64 ",\"stripes_unchecked\":%" PRIu64
 		",\"read_errors\":%" PRIu64, p->mismatches, p->mismatch_units, p->mismatch_units * 8, p->writes,
 		p->bytes_written, p->stripes_unchecked, p->read_errors);
-	fprintf(f, ",\"seconds\":%.3f,\"speed_bytes_per_second\":%.0f,\"speed_kib_per_second\":%.0f"
-		",\"throttle_seconds\":%.3f,\"fg_backoffs\":%" PRIu64 ",\"member_requests\":%" PRIu64
+	fprintf(f, ",\"seconds\":%.3f,\"speed_bytes_per_second\":%.0f"
+		",\"throttle_seconds\":%.3f,\"foreground_backoffs\":%" PRIu64 ",\"member_requests\":%" PRIu64
 		",\"member_request_bytes\":%" PRIu64 ",\"avg_member_request_bytes\":%" PRIu64,
-		p->seconds, p->speed, p->speed / 1024, (double)p->throttle_ns / 1e9, p->fg_backoffs, req, rb,
+		p->seconds, p->speed, (double)p->throttle_ns / 1e9, p->fg_backoffs, req, rb,
 		req ? rb / req : 0);
 }
 
@@ -664,9 +720,8 @@ static void put_status(FILE *f, struct mount_scrub *ms)
 	fprintf(f, ",\"runs\":%" PRIu64 ",\"repair_allowed\":%s,\"refused\":", ms->runs,
 		ms->allow_repair ? "true" : "false");
 	json_str_or_null(f, ms->refused);
-	fprintf(f, ",\"speed_limit_min_kib\":%" PRIu64 ",\"speed_limit_max_kib\":%" PRIu64
-		",\"speed_limit_min_bytes\":%" PRIu64 ",\"speed_limit_max_bytes\":%" PRIu64,
-		kib(ms->speed_min), kib(ms->speed_max), ms->speed_min, ms->speed_max);
+	fprintf(f, ",\"speed_limit_min_bytes_per_second\":%" PRIu64 ",\"speed_limit_max_bytes_per_second\":%" PRIu64,
+		ms->speed_min, ms->speed_max);
 	put_counts(f, ms->a, &p, have);
 	put_recent(f, ms);
 	pthread_mutex_unlock(&ms->lock);
@@ -760,6 +815,10 @@ static int add_files(struct mount_scrub *ms, char *err, size_t errlen)
 		[CTL_MIN] = { "sync_speed_min", show_min, store_min },
 		[CTL_MAX] = { "sync_speed_max", show_max, store_max },
 		[CTL_MISMATCH] = { "mismatch_cnt", show_mismatch_cnt, NULL },
+		[CTL_COMPLETED] = { "sync_completed", show_completed, NULL },
+		[CTL_SPEED] = { "sync_speed", show_speed, NULL },
+		[CTL_DEGRADED] = { "degraded", show_degraded, NULL },
+		[CTL_STATE] = { "array_state", show_state, NULL },
 	};
 
 	for (int i = 0; i < NCTL; i++) {

@@ -12,6 +12,13 @@
  *                   "unlimited" and a size per second such as "50M".
  *   mismatch_cnt    md's count (512-byte sectors in mismatched 4 KiB units)
  *                   of the running or last scrub.
+ *   sync_completed  "DONE / TOTAL" sectors of each member while a scrub
+ *                   runs, "none" otherwise (md's format).
+ *   sync_speed      KiB/s per member of the running scrub, "none" when idle.
+ *   degraded        the number of members missing or not in sync.
+ *   array_state     "readonly" when the members are opened read-only (never
+ *                   written); with --allow-repair "active" while a repair
+ *                   runs, else "clean".
  * and a "scrub" object in status (action, state, position, counts, the
  * last mismatch records, speed, limits, foreground back-offs, member
  * requests).  Every mismatch, write and end of run also goes, as JSON

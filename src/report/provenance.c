@@ -1,7 +1,7 @@
 /* provenance.c - provenance maps (provenance.h).
  *
  * Provenance map (JSON lines): a header line
- *   {"map":"raidimg-provenance","version":1,"array_bytes":N,"chunk_bytes":N,
+ *   {"map":"raidimg-provenance","format_version":1,"array_bytes":N,"chunk_bytes":N,
  *    "members":[{"role":0,"path":"..."},...]}
  * then one line per range of the array written, in array order (offsets are
  * array offsets), adjacent ranges of the same kind merged:
@@ -288,7 +288,7 @@ int provenance_open(struct provenance **out, const char *path, const struct arra
 		*out = p;
 		return 0;
 	}
-	fprintf(p->f, "{\"map\":\"raidimg-provenance\",\"version\":1,\"array_bytes\":%" PRIu64
+	fprintf(p->f, "{\"map\":\"raidimg-provenance\",\"format_version\":1,\"array_bytes\":%" PRIu64
 		",\"chunk_bytes\":%" PRIu32 ",\"members\":[", a->array_bytes, a->geom.chunk_bytes);
 	for (int r = 0; r < a->geom.raid_disks; r++) {
 		char *mp = array_member_path(&a->members[r]);

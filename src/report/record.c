@@ -7,12 +7,12 @@
  *    "assembly": {"paths": [absolute image paths, in the order given],
  *                 "force": false, "manual": false,
  *                 (manual only:) "level", "layout", "chunk_bytes",
- *                 "data_offset", "member_bytes", "order": [image index or -1]},
+ *                 "data_offset_bytes", "member_bytes", "order": [image index or -1]},
  *    "array": {"level", "layout", "layout_name", "raid_disks", "chunk_bytes",
- *              "member_bytes", "array_bytes", "verdict", "metadata", "uuid",
+ *              "member_bytes", "array_bytes", "verdict", "metadata", "array_uuid",
  *              "name", "events"},
  *    "members": [{"role": 0 (null: left out), "state", "path", "kind",
- *                 "data_offset", "image_bytes", "note", "sha256", "file_bytes",
+ *                 "data_offset_bytes", "image_bytes", "note", "sha256", "file_bytes",
  *                 "files": [{"path","what":"segment"|"piece","sha256","file_bytes"}],
  *                 "maps": [{"path","sha256","file_bytes"}] (ddrescue mapfiles),
  *                 "untrusted_bytes", "untrusted_ranges"}],
@@ -214,7 +214,7 @@ static json_object *assembly_json(const struct assemble_opts *ao, const char *co
 		jadd(o, "level", json_object_new_int(ao->g.geom.level));
 		jadd(o, "layout", json_object_new_int(ao->g.geom.layout));
 		jadd(o, "chunk_bytes", json_object_new_int64(ao->g.geom.chunk_bytes));
-		jadd(o, "data_offset", json_object_new_int64((int64_t)ao->g.data_offset));
+		jadd(o, "data_offset_bytes", json_object_new_int64((int64_t)ao->g.data_offset));
 		jadd(o, "member_bytes", json_object_new_int64((int64_t)ao->g.member_bytes));
 		jadd(o, "order", ord);
 	}
@@ -235,10 +235,9 @@ static json_object *geometry_json(const struct array *a)
 	jadd(o, "array_bytes", json_object_new_int64((int64_t)a->array_bytes));
 	jadd(o, "verdict", jstr(array_verdict(a)));
 	if (a->has_meta) {
-		for (int i = 0; i < 16; i++)
-			snprintf(uuid + 2 * i, 3, "%02x", a->uuid[i]);
+		meta_uuid_format(a->uuid, uuid);
 		jadd(o, "metadata", jstr(a->meta_format));
-		jadd(o, "uuid", jstr(uuid));
+		jadd(o, "array_uuid", jstr(uuid));
 		jadd(o, "name", jstr(a->name));
 		jadd(o, "events", json_object_new_int64((int64_t)a->events));
 	} else {
@@ -261,7 +260,7 @@ void record_add_array(struct custody_record *r, const struct array *a, const str
 		jadd(o, "state", jstr(member_state_name(m->state)));
 		jpath(o, "path", p);
 		jadd(o, "kind", jstr(m->src ? m->src->ops->kind : NULL));
-		jadd(o, "data_offset", json_object_new_int64((int64_t)m->data_offset));
+		jadd(o, "data_offset_bytes", json_object_new_int64((int64_t)m->data_offset));
 		jadd(o, "image_bytes", json_object_new_int64((int64_t)m->image_bytes));
 		jadd(o, "untrusted_bytes", json_object_new_int64((int64_t)m->untrusted_bytes));
 		jadd(o, "untrusted_ranges", json_object_new_int64((int64_t)m->untrusted_ranges));

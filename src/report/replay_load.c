@@ -152,7 +152,9 @@ static void load_assembly(struct jctx *c, json_object *as, struct replay_spec *r
 		rs->ao.g.geom.level = (int)jint(c, as, "level", true, 4, 6);
 		rs->ao.g.geom.layout = (int)jint(c, as, "layout", true, 0, 255);
 		rs->ao.g.geom.chunk_bytes = (uint32_t)jint(c, as, "chunk_bytes", true, 512, 1 << 30);
-		rs->ao.g.data_offset = (uint64_t)jint(c, as, "data_offset", false, 0, U63);
+		/* (records before 0.1.0's vocabulary said "data_offset") */
+		rs->ao.g.data_offset = (uint64_t)jint(c, as, as && json_object_object_get_ex(as, "data_offset", NULL) ?
+						       "data_offset" : "data_offset_bytes", false, 0, U63);
 		rs->ao.g.member_bytes = (uint64_t)jint(c, as, "member_bytes", false, 0, U63);
 		for (size_t i = 0; ord && i < json_object_array_length(ord) && i < LAYOUT_MAX_DISKS; i++) {
 			int64_t v = json_object_get_int64(json_object_array_get_idx(ord, i));

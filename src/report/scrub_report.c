@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "progress.h"
 #include "scrub_report.h"
 #include "util.h"
 
@@ -105,36 +106,62 @@ static void utc_now(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+void scrub_summary_id_of(const struct array *a, struct scrub_summary_id *id)
+{
+	memset(id, 0, sizeof(*id));
+	meta_uuid_format(a->uuid, id->array_uuid);
+	id->level = a->geom.level;
+	id->raid_disks = a->geom.raid_disks;
+	id->chunk_bytes = a->geom.chunk_bytes;
+	id->stripes = a->stripes;
+}
+
 /* The summary record of `raidimg scrub --json`, and when the run ended. */
 void scrub_report_summary_json(FILE *f, const struct array *a, const struct scrub_progress *p, const char *result,
 			       enum scrub_mode mode)
 {
-	uint64_t req = p->member_requests, rb = p->member_request_bytes;
-	char uuid[40], when[32];
+	struct scrub_summary_id id;
 
-	meta_uuid_format(a->uuid, uuid);
-	utc_now(when, sizeof(when));
+	scrub_summary_id_of(a, &id);
+	scrub_report_summary_json_id(f, &id, p, result, mode, NULL);
+}
+
+void scrub_report_summary_json_id(FILE *f, const struct scrub_summary_id *id, const struct scrub_progress *p,
+				  const char *result, enum scrub_mode mode, const char *finished)
+{
+	uint64_t req = p->member_requests, rb = p->member_request_bytes;
+	char when[32];
+
+	if (!finished) {
+		utc_now(when, sizeof(when));
+		finished = when;
+	}
 	fprintf(f, "{\"type\":\"summary\",\"result\":\"%s\",\"mode\":\"%s\",\"array_uuid\":\"%s\",\"level\":%d"
 		",\"raid_disks\":%d,\"chunk_bytes\":%" PRIu32 ",\"stripes_total\":%" PRIu64
-		",\"range\":[%" PRIu64 ",%" PRIu64 "],\"resumed_at\":%" PRIu64 ",\"next_stripe\":%" PRIu64
+		",\"range\":[%" PRIu64 ",%" PRIu64 "]", result, scrub_mode_name(mode), id->array_uuid, id->level,
+		id->raid_disks, id->chunk_bytes, id->stripes, p->stripe_begin, p->stripe_end);
+	if (id->shards && id->shard >= 0)
+		fprintf(f, ",\"shard\":%d,\"shards\":%d", id->shard, id->shards);
+	else if (id->shards)
+		fprintf(f, ",\"shards\":%d", id->shards);
+	fprintf(f, ",\"resumed_at\":%" PRIu64 ",\"next_stripe\":%" PRIu64
 		",\"mismatches\":%" PRIu64 ",\"mismatch_units\":%" PRIu64 ",\"md_mismatch_cnt\":%" PRIu64
 		",\"writes\":%" PRIu64 ",\"bytes_written\":%" PRIu64 ",\"stripes_unchecked\":%" PRIu64
 		",\"read_errors\":%" PRIu64 ",\"member_requests\":%" PRIu64 ",\"member_request_bytes\":%" PRIu64
-		",\"avg_request_bytes\":%.0f,\"seconds\":%.6f,\"read_bytes_per_second\":%.0f"
-		",\"throttle_seconds\":%.3f,\"fg_backoffs\":%" PRIu64 ",\"ended_at\":\"%s\"}\n",
-		result, scrub_mode_name(mode), uuid, a->geom.level, a->geom.raid_disks, a->geom.chunk_bytes, a->stripes,
-		p->stripe_begin, p->stripe_end, p->resumed_at, p->next_stripe, p->mismatches, p->mismatch_units,
+		",\"avg_member_request_bytes\":%.0f,\"seconds\":%.6f,\"read_bytes_per_second\":%.0f"
+		",\"throttle_seconds\":%.3f,\"foreground_backoffs\":%" PRIu64 ",\"finished\":\"%s\"}\n",
+		p->resumed_at, p->next_stripe, p->mismatches, p->mismatch_units,
 		p->mismatch_units * 8, p->writes, p->bytes_written, p->stripes_unchecked, p->read_errors, req, rb,
 		req ? (double)rb / (double)req : 0, p->seconds, p->seconds > 0 ? (double)rb / p->seconds : 0,
-		(double)p->throttle_ns / 1e9, p->fg_backoffs, when);
+		(double)p->throttle_ns / 1e9, p->fg_backoffs, finished);
 }
 
 void scrub_report_summary_text(FILE *f, const struct array *a, const struct scrub_progress *p, const char *result,
 			       enum scrub_mode mode)
 {
 	uint64_t req = p->member_requests, rb = p->member_request_bytes;
-	double avg = req ? (double)rb / (double)req : 0, mbps = p->seconds > 0 ? (double)rb / p->seconds / 1e6 : 0;
-	char s1[32], s2[32];
+	double avg = req ? (double)rb / (double)req : 0, secs = p->seconds;
+	char s1[32], s2[32], s3[32], r1[40], r2[40];
 
 	fprintf(f, "scrub: %s: stripes %" PRIu64 "-%" PRIu64 " of %" PRIu64 " (this run from %" PRIu64 ", done up to %"
 	       PRIu64 "): %" PRIu64 " mismatch%s (md mismatch_cnt %" PRIu64 ")", result, p->stripe_begin,
@@ -147,8 +174,11 @@ void scrub_report_summary_text(FILE *f, const struct array *a, const struct scru
 		fprintf(f, ", %" PRIu64 " stripes not checkable", p->stripes_unchecked);
 	if (p->read_errors)
 		fprintf(f, ", %" PRIu64 " read errors", p->read_errors);
-	fprintf(f, "\nscrub: read %s in %" PRIu64 " member requests (%s each on average) in %.2f s, %.0f MB/s\n",
-	       fmt_size(rb, s1, sizeof(s1)), req, fmt_size((uint64_t)avg, s2, sizeof(s2)), p->seconds, mbps);
+	/* the bar's units: binary, and per member as the bar and md's speeds */
+	fprintf(f, "\nscrub: read %s (%s per member) in %" PRIu64 " member requests (%s each on average) in %.2f s: "
+		"%s, %s per member\n", fmt_size(rb, s1, sizeof(s1)), fmt_size(p->done_bytes, s3, sizeof(s3)), req,
+		fmt_size((uint64_t)avg, s2, sizeof(s2)), secs, fmt_speed(secs > 0 ? (double)rb / secs : 0, r1, sizeof(r1)),
+		fmt_speed(secs > 0 ? (double)p->done_bytes / secs : 0, r2, sizeof(r2)));
 }
 
 void scrub_report_write_text(FILE *f, const struct scrub_write *w)

@@ -56,18 +56,21 @@ static void put_array(FILE *f, const struct array *a)
 		a->array_bytes, a->stripes);
 	if (a->has_meta) {
 		meta_uuid_format(a->uuid, uuid);
-		fprintf(f, ",\"metadata\":\"%s\",\"uuid\":\"%s\",\"name\":", a->meta_format, uuid);
+		fprintf(f, ",\"metadata\":\"%s\",\"array_uuid\":\"%s\",\"name\":", a->meta_format, uuid);
 		json_str(f, a->name);
 		fprintf(f, ",\"events\":%" PRIu64 ",\"clean\":%s", a->events,
 			a->resync_offset == UINT64_MAX ? "true" : "false");
 	} else {
 		fputs(",\"metadata\":null", f);
 	}
-	if (a->prev)
-		fprintf(f, ",\"reshape\":{\"position_bytes\":%" PRIu64 ",\"backwards\":%s,\"previous_raid_disks\":%d"
-			",\"previous_layout\":%d,\"previous_chunk_bytes\":%u}",
-			a->reshape_bytes, a->reshape_backwards ? "true" : "false", a->prev->geom.raid_disks,
-			a->prev->geom.layout, a->prev->geom.chunk_bytes);
+	if (a->prev) {
+		/* as examine --json says it */
+		fprintf(f, ",\"reshape\":{\"position_bytes\":%" PRIu64 ",\"backwards\":%s,\"previous\":{\"raid_disks\":%d"
+			",\"data_disks\":%d,\"layout\":%d,\"layout_name\":", a->reshape_bytes,
+			a->reshape_backwards ? "true" : "false", a->prev->geom.raid_disks, a->prev->k, a->prev->geom.layout);
+		json_str(f, layout_name(a->prev->geom.level, a->prev->geom.layout));
+		fprintf(f, ",\"chunk_bytes\":%u}}", a->prev->geom.chunk_bytes);
+	}
 	fputc('}', f);
 }
 
@@ -139,10 +142,11 @@ static void put_mount(FILE *f, const struct status_mount *m)
 	else
 		fputs("null", f);
 	fprintf(f, ",\"pid\":%ld,\"uptime_seconds\":%.3f,\"max_threads\":%u,\"read_only\":%s"
-		",\"allow_other\":%s,\"read_ahead_kb\":%d,\"read_requests\":%" PRIu64 ",\"read_bytes\":%" PRIu64
+		",\"allow_other\":%s,\"read_ahead_bytes\":%lld,\"read_requests\":%" PRIu64 ",\"read_bytes\":%" PRIu64
 		",\"read_errors\":%" PRIu64,
 		(long)m->pid, (double)up / 1e9, m->max_threads, m->read_only ? "true" : "false",
-		m->allow_other ? "true" : "false", m->read_ahead_kb, m->read_requests, m->read_bytes, m->read_errors);
+		m->allow_other ? "true" : "false", m->read_ahead_kb < 0 ? -1LL : (long long)m->read_ahead_kb * 1024,
+		m->read_requests, m->read_bytes, m->read_errors);
 	if (m->threads_asked)
 		fprintf(f, ",\"threads_asked\":%u", m->threads_asked);
 	fputc('}', f);

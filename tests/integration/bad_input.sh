@@ -47,7 +47,7 @@ expect_fail "--order out of range" "order.*image index" "$RAIDIMG" cat --level 5
 expect_fail "same image twice" "given twice" "$RAIDIMG" cat "${m[0]}" "${m[0]}" "${m[@]:2}"
 expect_fail "output onto a member" "member0.img: is the image .*member0.img given as input; refusing to write over evidence" "$RAIDIMG" cat -o "${m[0]}" "${m[@]}"
 expect_fail "unknown command" "unknown command" "$RAIDIMG" frobnicate
-expect_fail "no members" "no member images|Usage" "$RAIDIMG" cat
+expect_fail "no members" "cat: give the member images" "$RAIDIMG" cat
 
 # a truncated image: one is covered by parity (warning, right bytes) ...
 cp "${m[2]}" "$W/trunc2.img"; truncate -s 5M "$W/trunc2.img"

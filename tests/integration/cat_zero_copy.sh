@@ -53,7 +53,7 @@ check "... part spliced, part rebuilt" \
 # outputs: /dev/null, an O_APPEND file (splice refuses it: written with write(2))
 $T "$RAIDIMG" cat --stats "$d"/member*.img >/dev/null 2>"$TMP/null.err"
 check "to /dev/null: every byte counted" \
-	test "$(grep '^{' "$TMP/null.err" | jq .bytes)" = "$(mf $c .array_bytes)"
+	test "$(grep '^{' "$TMP/null.err" | jq .bytes_served)" = "$(mf $c .array_bytes)"
 printf 'head' >"$TMP/app"
 $T "$RAIDIMG" cat "$d"/member*.img >>"$TMP/app"
 check "appended to a file (O_APPEND): the file is 'head' + the array" \

@@ -216,12 +216,12 @@ bad() {
 mkdir -p "$TMP/bad"
 B=$TMP/bad
 head -c $((5 << 20)) "$TMP/rand" >"$TMP/big"
-bad "missing --level" "needs --level" create --devices 4 --size 2M -o "$B"
-bad "missing --devices" "needs --level, --devices" create --level 5 --size 2M -o "$B"
+bad "missing --level" "give --level, --devices and -o DIR" create --devices 4 --size 2M -o "$B"
+bad "missing --devices" "give --level, --devices" create --level 5 --size 2M -o "$B"
 bad "missing -o" "-o DIR" create --level 5 --devices 4 --size 2M
-bad "missing --size and --from" "needs --size" create --level 5 --devices 4 -o "$B"
+bad "missing --size and --from" "give --size" create --level 5 --devices 4 -o "$B"
 bad "bad --metadata" "metadata 2\.0: give 0\.90, 1\.0, 1\.1 or 1\.2" create --level 5 --devices 4 --size 2M --metadata 2.0 -o "$B"
-bad "bad --level" "level 1: give 4, 5 or 6" create --level 1 --devices 4 --size 2M -o "$B"
+bad "bad --level" "level 1: raidimg handles RAID levels 4, 5 and 6" create --level 1 --devices 4 --size 2M -o "$B"
 bad "--devices 3 for RAID6" "RAID6 needs at least 4" create --level 6 --devices 3 --size 2M -o "$B"
 bad "--devices 1 for RAID5" "devices 1: give a number from 2" create --level 5 --devices 1 --size 2M -o "$B"
 bad "0.90 with 28 devices" "0\.90 metadata holds at most 27" create --level 5 --devices 28 --metadata 0.90 --size 2M -o "$B"

@@ -101,7 +101,7 @@ check "1 GiB chunks: a read across two 1 GiB data chunks, degraded" \
 
 # ---------------- from the command line ----------------
 fresh cl
-expect_fail "--chunk 2G" "chunk.*power of two between 4K and 1G" "$RAIDIMG" cat --level 5 --chunk 2G "${m[@]}"
+expect_fail "--chunk 2G" "chunk.*power of two from 4K to 1G" "$RAIDIMG" cat --level 5 --chunk 2G "${m[@]}"
 expect_fail "--chunk 1G on 8M images" "less than one chunk" "$RAIDIMG" cat --level 5 --chunk 1G "${m[@]}"
 expect_fail "--member-size 1P" "member-size.*more than any image holds" \
 	"$RAIDIMG" cat --level 5 --chunk 64K --member-size 1P "${m[@]}"

@@ -40,8 +40,12 @@ for c in $(fixture_cases); do
 	redundancy=$([ "$level" = 6 ] && echo 2 || echo 1)
 
 	check "$c: the directory lists the control files" \
-		test "$(ls "$mnt" | grep -v '\.img$' | tr '\n' ' ')" = "mismatch_cnt status sync_action sync_speed_max sync_speed_min "
+		test "$(ls "$mnt" | grep -v '\.img$' | tr '\n' ' ')" = "array_state degraded mismatch_cnt status sync_action sync_completed sync_speed sync_speed_max sync_speed_min "
 	check "$c: sync_action reads idle before any scrub" test "$($T cat "$mnt/sync_action")" = idle
+	check "$c: degraded reads $nmissing (md's count of members missing)" test "$($T cat "$mnt/degraded")" = "$nmissing"
+	check "$c: array_state reads readonly (members opened read-only)" test "$($T cat "$mnt/array_state")" = readonly
+	check "$c: sync_completed and sync_speed read none when idle" \
+		test "$($T cat "$mnt/sync_completed") $($T cat "$mnt/sync_speed")" = "none none"
 	check "$c: status: a scrub object, idle, no run yet" \
 		scrub_jq "$mnt" ".action == \"idle\" and .state == \"idle\" and .runs == 0 and .result == null and .stripes_total == $stripes and .log == \"$log\""
 	if [ "$nmissing" -ge "$redundancy" ]; then
@@ -95,8 +99,8 @@ before=$(sha256sum "${imgs[@]}" | sort)
 mnt=$(mountpoint_dir words)
 if $T "$RAIDIMG" mount --speed-limit-min 2000 --speed-limit-max 50M "${imgs[@]}" "$mnt" >/dev/null 2>"$TMP/err"; then
 	pid=$(status_field "$mnt" .mount.pid)
-	check "control files: sync_* writable, mismatch_cnt not" \
-		test "$(stat -c %A "$mnt/sync_action" "$mnt/sync_speed_min" "$mnt/sync_speed_max" "$mnt/mismatch_cnt" | tr '\n' ' ')" = "-rw-r--r-- -rw-r--r-- -rw-r--r-- -r--r--r-- "
+	check "control files: sync_action and the limits writable, md's other words not" \
+		test "$(stat -c %A "$mnt/sync_action" "$mnt/sync_speed_min" "$mnt/sync_speed_max" "$mnt/mismatch_cnt" "$mnt/sync_completed" "$mnt/sync_speed" "$mnt/degraded" "$mnt/array_state" | tr '\n' ' ')" = "-rw-r--r-- -rw-r--r-- -rw-r--r-- -r--r--r-- -r--r--r-- -r--r--r-- -r--r--r-- -r--r--r-- "
 	check "a word that is not an action: EINVAL" ctl_fails "$mnt" sync_action bogus "Invalid argument"
 	check "status names the words" scrub_jq "$mnt" '.refused | test("check, repair and idle")'
 	check "two words: EINVAL" ctl_fails "$mnt" sync_action "check repair" "Invalid argument"
@@ -112,7 +116,7 @@ if $T "$RAIDIMG" mount --speed-limit-min 2000 --speed-limit-max 50M "${imgs[@]}"
 	check "--speed-limit-min 2000: sync_speed_min reads 2000 (KiB/s)" test "$($T cat "$mnt/sync_speed_min")" = 2000
 	check "--speed-limit-max 50M: sync_speed_max reads 51200" test "$($T cat "$mnt/sync_speed_max")" = 51200
 	check "status shows both limits" \
-		scrub_jq "$mnt" '.speed_limit_min_kib == 2000 and .speed_limit_max_kib == 51200 and .speed_limit_max_bytes == 52428800'
+		scrub_jq "$mnt" '.speed_limit_min_bytes_per_second == 2048000 and .speed_limit_max_bytes_per_second == 52428800'
 	ctl "$mnt" sync_speed_min 300
 	check "echo 300 > sync_speed_min" test "$($T cat "$mnt/sync_speed_min")" = 300
 	ctl "$mnt" sync_speed_max 1M
@@ -121,7 +125,7 @@ if $T "$RAIDIMG" mount --speed-limit-min 2000 --speed-limit-max 50M "${imgs[@]}"
 	check "echo unlimited > sync_speed_max: 0" test "$($T cat "$mnt/sync_speed_max")" = 0
 	check "a bad rate: EINVAL" ctl_fails "$mnt" sync_speed_min fast "Invalid argument"
 	check "status says what a rate is" scrub_jq "$mnt" '.refused | test("sync_speed_min") and test("KiB/s")'
-	check "the limits stay as they were" scrub_jq "$mnt" '.speed_limit_min_kib == 300 and .speed_limit_max_kib == 0'
+	check "the limits stay as they were" scrub_jq "$mnt" '.speed_limit_min_bytes_per_second == 307200 and .speed_limit_max_bytes_per_second == 0'
 	# a check uses the limits of the moment and reports the same
 	ctl "$mnt" sync_action check
 	check "the check ends" wait_scrub "$mnt" 1

@@ -30,13 +30,17 @@ if $T "$RAIDIMG" mount --speed-limit-max 64 --scrub-log "$log" "${imgs[@]}" "$mn
 	ctl "$mnt" sync_action check
 	check "a slow check is running" wait_until 30 scrub_running "$mnt"
 	check "sync_action reads check while it runs" test "$($T cat "$mnt/sync_action")" = check
+	member_sectors=$((stripes * 65536 / 512))
+	check "sync_completed reads 'DONE / $member_sectors' (sectors per member) while it runs" \
+		grep -Eq "^[0-9]+ / $member_sectors\$" <($T cat "$mnt/sync_completed")
+	check "sync_speed reads a number (KiB/s per member) while it runs" grep -Eq '^[0-9]+$' <($T cat "$mnt/sync_speed")
 	check "mismatch_cnt counts already (the bad stripe 9 is in the first batch)" \
 		test "$($T cat "$mnt/mismatch_cnt")" = 8
 	check "check while checking: EBUSY" ctl_fails "$mnt" sync_action check "Device or resource busy"
 	check "repair while checking: EBUSY" ctl_fails "$mnt" sync_action repair "Device or resource busy"
 	check "status says a check is running" scrub_jq "$mnt" '.refused | test("a check is running")'
 	check "status: the limit in force, position and percent" \
-		scrub_jq "$mnt" ".speed_limit_max_kib == 64 and .next_stripe > 0 and .percent > 0 and .percent < 100 and .stripes_total == $stripes"
+		scrub_jq "$mnt" ".speed_limit_max_bytes_per_second == 65536 and .next_stripe > 0 and .percent > 0 and .percent < 100 and .stripes_total == $stripes"
 	check "echo idle > sync_action" ctl "$mnt" sync_action idle
 	check "once idle returned: stopped mid-way" \
 		scrub_jq "$mnt" ".action == \"idle\" and .state == \"stopped\" and .result == \"interrupted\" and .runs == 1 and .stripes_done > 0 and .stripes_done < $stripes"
@@ -49,7 +53,7 @@ if $T "$RAIDIMG" mount --speed-limit-max 64 --scrub-log "$log" "${imgs[@]}" "$mn
 	check "echo unlimited > sync_speed_max while it runs" ctl "$mnt" sync_speed_max unlimited
 	check "the running check takes the new limit and finishes (it would need minutes at 64 KiB/s)" wait_scrub "$mnt" 2
 	check "the second check covered everything and found the bad data" \
-		scrub_jq "$mnt" ".result == \"mismatches\" and .mismatches == 1 and .stripes_done == $stripes and .recent_mismatches[0].kind == \"data\" and .speed_limit_max_kib == 0"
+		scrub_jq "$mnt" ".result == \"mismatches\" and .mismatches == 1 and .stripes_done == $stripes and .recent_mismatches[0].kind == \"data\" and .speed_limit_max_bytes_per_second == 0"
 	unmount "$mnt" "$pid"
 else
 	fail "mount: $(cat "$TMP/err")"
@@ -83,7 +87,7 @@ if $T "$RAIDIMG" mount --speed-limit-max 2M --speed-limit-min 1000 "${imgs[@]}" 
 	check "the scrub finished while they read" wait_scrub "$mnt" 1
 	check "and found what it should" \
 		scrub_jq "$mnt" ".result == \"mismatches\" and .mismatches == 1 and .stripes_done == $stripes and .recent_mismatches[0].array_offset == $(mf "$c" '.corruption[0].array_byte_offset')"
-	pass "scrub meanwhile: $(scrub_get "$mnt" '"\(.seconds) s, \(.fg_backoffs) back-offs to readers, \(.member_requests) member requests"')"
+	pass "scrub meanwhile: $(scrub_get "$mnt" '"\(.seconds) s, \(.foreground_backoffs) back-offs to readers, \(.member_requests) member requests"')"
 	check "the whole image is still md's" test "$($T sha256sum "$img" | cut -d' ' -f1)" = "$(mf "$c" .expected_sha256)"
 	unmount "$mnt" "$pid"
 else

@@ -41,6 +41,7 @@ for c in r5-ls-4x6M-64K-badparity r6-ls-5x6M-64K-baddata; do
 	pid=$(status_field "$mnt" .mount.pid)
 	img=$mnt/oracle_oracle.img
 	check "$c: status: repair allowed" scrub_jq "$mnt" '.repair_allowed == true'
+	check "$c: array_state reads clean (members writable, nothing writing)" test "$($T cat "$mnt/array_state")" = clean
 	# read the whole image: the kernel's page cache now holds what md serves
 	check "$c: before the repair the mount serves md's bytes" test "$($T sha256sum "$img" | cut -d' ' -f1)" = "$served"
 	check "$c: echo repair > sync_action" ctl "$mnt" sync_action repair

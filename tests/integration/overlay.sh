@@ -109,7 +109,7 @@ check "info --json exits 0" test $rc -eq 0
 n=${#granules[@]}
 check "info: granules_written $n" test "$(jq .granules_written "$TMP/info.json")" = "$n"
 check "info: bytes_written $((n * G))" test "$(jq .bytes_written "$TMP/info.json")" = $((n * G))
-check "info: the array's uuid" test "$(jq -r .array.uuid "$TMP/info.json")" = "$uuid"
+check "info: the array's uuid" test "$(jq -r .array.array_uuid "$TMP/info.json")" = "$uuid"
 check "info: md, RAID6 left-symmetric, 6 members, 64K chunk" test \
 	"$(jq -r '[.array.kind,.array.level,.array.layout_name,.array.raid_disks,.array.chunk_bytes]|join(" ")' "$TMP/info.json")" \
 	= "md 6 left-symmetric 6 65536"
@@ -210,7 +210,7 @@ check "info: every granule written so far ($n)" test "$(jq .granules_written <("
 check "discard exits 0 ($(cat "$TMP/err"))" test $rc -eq 0
 check "discard says what it dropped" grep -q "discarded $n granules ($((n * G)) bytes)" "$TMP/out"
 check "info after discard: 0 granules" test "$(jq .granules_written <("$RAIDIMG" overlay info --json "$OV"))" = 0
-check "info after discard: still this array" test "$(jq -r .array.uuid <("$RAIDIMG" overlay info --json "$OV"))" = "$uuid"
+check "info after discard: still this array" test "$(jq -r .array.array_uuid <("$RAIDIMG" overlay info --json "$OV"))" = "$uuid"
 check "cat --overlay after discard: the original" cmp <("$RAIDIMG" cat --overlay "$OV" "${imgs[@]}") "$TMP/original"
 check "the discarded overlay holds almost nothing" test "$(du -k "$OV" | cut -f1)" -lt 256
 member_state >"$TMP/members.after"

@@ -114,7 +114,7 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 		if $T "$RAIDIMG" mount --name r.img "${imgs[@]}" "$TMP/mnt" >/dev/null 2>"$TMP/mnt.err"; then
 			check "$c: mount: md's sha256" test "$(timeout 60 sha256sum <"$TMP/mnt/r.img" | cut -d' ' -f1)" = "$want"
 			check "$c: mount: status gives the reshape" \
-				test "$(jq -r '[.array.reshape.position_bytes, .array.reshape.previous_raid_disks] | @tsv' \
+				test "$(jq -r '[.array.reshape.position_bytes, .array.reshape.previous.raid_disks] | @tsv' \
 					"$TMP/mnt/status")" = "$(printf '%s\t%s' $pos "$(rmf "$c" .reshape.from_devices)")"
 			unmount_now "$TMP/mnt"
 		else

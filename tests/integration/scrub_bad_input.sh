@@ -51,7 +51,7 @@ expect_fail "scrub of RAID5 without a member" "no redundancy left to check" "$RA
 # rebuild
 W=$TMP/work
 mkdir -p "$W"
-expect_fail "rebuild without --role" "rebuild needs the members, --role K and -o" "$RAIDIMG" rebuild -o "$W/x.img" "${A[@]}"
+expect_fail "rebuild without --role" "rebuild: give the members, --role K and -o" "$RAIDIMG" rebuild -o "$W/x.img" "${A[@]}"
 expect_fail "rebuild of a role the array lacks" "role 7: the array has roles 0-3" \
 	"$RAIDIMG" rebuild --role 7 -o "$W/x.img" "${A[@]}"
 expect_fail "rebuild onto a member" "is the image .*member1.img given as input; refusing to write over evidence" \

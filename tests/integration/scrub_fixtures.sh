@@ -55,7 +55,7 @@ for c in $(fixture_cases); do
 	fi
 	# 1 MiB requests (whole chunk rows; a short tail joins the last one)
 	check "$c: requests coalesced (about 1 MiB each)" \
-		jqt '.avg_request_bytes >= 900 * 1024 and .avg_request_bytes <= 1536 * 1024' <<<"$summary"
+		jqt '.avg_member_request_bytes >= 900 * 1024 and .avg_member_request_bytes <= 1536 * 1024' <<<"$summary"
 
 	# other batch shapes give the same answer: small requests, column
 	# slices of a chunk (request smaller than the chunk), one reader; and
@@ -97,7 +97,8 @@ check "RAID6 data corruption: 'data wrong on role 2 (.../member2.img)'" \
 # the progress bar: on stderr when asked for (or on a terminal), never on a pipe by default
 dir=$(fixture_dir r6-ls-6x6M-64K-md12)
 "$RAIDIMG" scrub --progress "$dir"/*.img >"$TMP/out.txt" 2>"$TMP/err.txt"
-check "--progress draws a bar with speed and ETA on stderr" grep -q "scrub \[.*/s ETA" "$TMP/err.txt"
+check "--progress draws a bar with its speed on stderr, the last frame with the time taken" \
+	grep -qE "scrub \[#{24}\] 100\.0% .* per member [0-9.]+ [KMG]iB/s in [0-9]+:[0-9]{2}" "$TMP/err.txt"
 check "--progress leaves stdout alone" bash -c "! grep -q ETA '$TMP/out.txt'"
 "$RAIDIMG" scrub "$dir"/*.img >/dev/null 2>"$TMP/err.txt"
 check "no bar on a pipe by default" test ! -s "$TMP/err.txt"

@@ -861,6 +861,12 @@ START_TEST(test_fixture_rebuild_exact)
 	ck_assert_uint_eq(off, c->super_offset * 512);
 	ck_assert_msg(parse_any(c, out, sizeof(out), &back, err, sizeof(err)) == 0, "%s", err);
 	check_against_case(c, &back);
+	if (!is_md1(c)) {
+		/* 0.90: the made-up major/minor of each device (below) change
+		 * the checksum; it was checked by parsing */
+		ck_assert_uint_ne(back.sb_csum, 0);
+		back.sb_csum = m.sb_csum;
+	}
 	ck_assert_mem_eq(&back, &m, sizeof(m));
 	if (is_md1(c)) {
 		ck_assert_uint_eq(len, 512);
