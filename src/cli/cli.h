@@ -27,14 +27,22 @@ struct array_args {
 	{ "data-offset", required_argument, NULL, GEOM_OPT_DATA_OFFSET }, \
 	{ "member-size", required_argument, NULL, GEOM_OPT_MEMBER_SIZE }, \
 	{ "force", no_argument, NULL, GEOM_OPT_FORCE }, \
-	{ "reshape-position", required_argument, NULL, GEOM_OPT_RESHAPE_POS }
+	{ "reshape-position", required_argument, NULL, GEOM_OPT_RESHAPE_POS }, \
+	{ "array", required_argument, NULL, GEOM_OPT_ARRAY }, \
+	{ "serial", required_argument, NULL, GEOM_OPT_SERIAL }
 
 #define ARRAY_OPTIONS_HELP \
 "Array options (all commands that read an array):\n" \
+"  --array UUID|NAME    the array to read when the images hold several (a NAS:\n" \
+"                       arrays in partitions; a container with two volumes);\n" \
+"                       without it the only RAID4/5/6 one is read\n" \
+"  --serial IMAGE=SERIAL  the drive serial of an IMSM member image (IMSM places\n" \
+"                       members by serial; default: the image's file name\n" \
+"                       without .img/.zst...), repeatable\n" \
 "  --force              use stale or faulty-marked members (said loudly)\n" \
 "  --reshape-position SIZE  an array caught mid-reshape: read it as if md had\n" \
 "                       recorded this position (array bytes, or sectors with s)\n" \
-"  Manual geometry, for images without md metadata (--level turns it on):\n" \
+"  Manual geometry, for images without RAID metadata (--level turns it on):\n" \
 "  --level 4|5|6        RAID level\n" \
 "  --layout NAME|NUM    md layout (default left-symmetric), e.g. la, ra, ls, rs,\n" \
 "                       parity-first, parity-last, ddf-N-restart, left-symmetric-6\n" \

@@ -2,7 +2,8 @@
  * checked without any I/O: the member images (and 'missing' placeholders),
  * a manual geometry for images without metadata (--level, --layout,
  * --chunk, --order, --data-offset, --member-size), --force and
- * --reshape-position.  The command line (cli/array_args.c) hands these to
+ * --reshape-position; which array (--array) when the images hold several,
+ * and the drive serials that place IMSM members (--serial).  The command line (cli/array_args.c) hands these to
  * assembly; the fuzz target tests/fuzz/fuzz_geometry.c drives them
  * directly. */
 #ifndef RAIDIMG_GEOM_ARGS_H
@@ -17,7 +18,13 @@
 /* getopt codes of the options (cli.h puts them in the option tables) */
 enum {
 	GEOM_OPT_LEVEL = 0x1001, GEOM_OPT_LAYOUT, GEOM_OPT_CHUNK, GEOM_OPT_ORDER, GEOM_OPT_DATA_OFFSET,
-	GEOM_OPT_MEMBER_SIZE, GEOM_OPT_FORCE, GEOM_OPT_RESHAPE_POS,
+	GEOM_OPT_MEMBER_SIZE, GEOM_OPT_FORCE, GEOM_OPT_RESHAPE_POS, GEOM_OPT_ARRAY, GEOM_OPT_SERIAL,
+};
+
+/* --serial IMAGE=SERIAL: the drive serial of an image (argv's strings) */
+struct geom_serial {
+	const char *image;           /* as given, owned */
+	char serial[64];
 };
 
 struct geom_args {
@@ -38,6 +45,9 @@ struct geom_args {
 	const char **paths;          /* the images, without 'missing'; the array is owned,
 	                                the strings are argv's */
 	int npaths;
+	const char *array;           /* --array UUID|NAME (argv's), NULL: not given */
+	struct geom_serial *serials; /* --serial, [nserials], owned */
+	int nserials;
 };
 
 /* Defaults: left-symmetric, 512 KiB chunks, no images. */

@@ -32,6 +32,12 @@ struct source_ops {
 	 * zero-copy transfers), or -1; *base gets the offset in it of the
 	 * source's byte 0 (a slice of an image starts past 0).  NULL op = -1. */
 	int (*raw_fd)(struct source *s, uint64_t *base);
+	/* The serial number of the drive the image was taken from, as the
+	 * image's own container recorded it (an E01 header's), into buf
+	 * (NUL-terminated): 0, or -ENOENT when the image records none.  NULL
+	 * op: none (raw and zstd images record nothing; the drive serial that
+	 * places IMSM members then comes from --serial or the file name). */
+	int (*serial)(struct source *s, char *buf, size_t len);
 };
 
 struct source {
@@ -41,6 +47,11 @@ struct source {
 	int writable;
 	void *priv;         /* the implementation's */
 	_Atomic int refs;   /* references beyond the first (source_ref) */
+	/* A slice (source_slice) of parent, from byte base of it: a partition
+	 * of a whole-disk image.  NULL for an image of its own.  The slice
+	 * holds a reference on parent. */
+	struct source *parent;
+	uint64_t base;
 };
 
 enum {
@@ -87,6 +98,13 @@ static inline int source_pwrite(struct source *s, const void *buf, size_t len, u
  * last frees the source.  Returns s. */
 struct source *source_ref(struct source *s);
 void source_close(struct source *s);  /* NULL is fine */
+
+/* The drive serial the image records (see source_ops.serial; a slice
+ * asks its parent): 0 or -ENOENT. */
+int source_serial(struct source *s, char *buf, size_t len);
+/* The image file a source reads: s itself, or for a slice the image it is
+ * a slice of. */
+struct source *source_image(struct source *s);
 
 /* A source of bytes [off, off + len) of parent (a partition of a
  * whole-disk image), named name (copied; e.g. "disk0.img partition 3").
