@@ -119,7 +119,7 @@ struct assemble_opts {
 };
 
 /* Room for assembly's messages (a list of the arrays found, say). */
-#define ARRAY_ERR_MAX 4096
+#define ARRAY_ERR_MAX ERR_MAX
 
 /* Assemble the images o->g.paths[0..o->g.npaths).  Each image is looked
  * at whole and, when it holds a partition table, partition by partition;
@@ -151,11 +151,18 @@ struct found_array {
 	char why[240];               /* why not */
 };
 
+/* One image given, as found. */
+struct found_image {
+	uint64_t bytes;              /* its size (0 if it could not be opened) */
+	char table[8];               /* its partition table: "gpt", "dos", "" */
+	int nparts;                  /* partitions in it */
+	char *err;                   /* why nothing was found in it, or NULL; owned */
+	char *note;                  /* why its partition table was not used, or NULL; owned */
+};
+
 struct found_set {
 	int nimages;
-	char **image_err;            /* [nimages]: why nothing was found in it, or NULL; owned */
-	char **image_note;           /* [nimages]: a partition table not used, or NULL; owned */
-	char (*image_table)[8];      /* [nimages]: "gpt", "dos", "" */
+	struct found_image *images;  /* [nimages], owned */
 	int nmembers;
 	struct found_member *members;   /* owned */
 	int narrays;

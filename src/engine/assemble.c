@@ -858,15 +858,11 @@ int array_assemble(const struct assemble_opts *o, struct array **out, char *err,
 
 void found_set_free(struct found_set *fs)
 {
-	for (int i = 0; i < fs->nimages; i++) {
-		if (fs->image_err)
-			free(fs->image_err[i]);
-		if (fs->image_note)
-			free(fs->image_note[i]);
+	for (int i = 0; fs->images && i < fs->nimages; i++) {
+		free(fs->images[i].err);
+		free(fs->images[i].note);
 	}
-	free(fs->image_err);
-	free(fs->image_note);
-	free(fs->image_table);
+	free(fs->images);
 	free(fs->members);
 	free(fs->arrays);
 	memset(fs, 0, sizeof(*fs));
@@ -888,26 +884,43 @@ int array_discover(const struct assemble_opts *o, struct found_set *fs)
 	char note[600];
 	int ret;
 
+	char **open_err;
+	int n = o->g.npaths;
+
 	memset(fs, 0, sizeof(*fs));
+	memset(&cs, 0, sizeof(cs));
 	fs->chosen = -1;
-	ret = open_images(o, &srcs, fs->choice_err, sizeof(fs->choice_err));
-	if (ret)
-		return ret == -ENOMEM ? ret : 0;
-	ret = cand_collect(srcs, o->g.paths, o->g.npaths, o, true, &cs, fs->choice_err, sizeof(fs->choice_err));
+	srcs = calloc((size_t)(n > 0 ? n : 1), sizeof(*srcs));
+	open_err = calloc((size_t)(n > 0 ? n : 1), sizeof(*open_err));
+	if (!srcs || !open_err) {
+		free(srcs);
+		free(open_err);
+		return -ENOMEM;
+	}
+	/* every image on its own: one that cannot be opened is said, not fatal */
+	for (int i = 0; i < n; i++) {
+		char e[ARRAY_ERR_MAX];
+
+		if (source_open(o->g.paths[i], o->open_flags, &srcs[i], e, sizeof(e)))
+			open_err[i] = strdup(e);
+	}
+	ret = cand_collect(srcs, o->g.paths, n, o, true, &cs, fs->choice_err, sizeof(fs->choice_err));
 	free(srcs);
+	for (int i = 0; i < n; i++) {
+		if (!ret && open_err[i] && !cs.images[i].err) {
+			cs.images[i].err = open_err[i];
+			open_err[i] = NULL;
+		}
+		free(open_err[i]);
+	}
+	free(open_err);
 	if (ret)
 		goto out;
 	/* the lists move over to fs */
 	fs->nimages = cs.nimages;
-	fs->image_err = cs.image_err;
-	fs->image_note = cs.image_note;
-	fs->image_table = cs.image_table;
-	cs.image_err = NULL;
-	cs.image_note = NULL;
-	cs.image_table = NULL;
+	fs->images = cs.images;
+	cs.images = NULL;
 	cs.nimages = 0;
-	if (o->g.manual)
-		goto out;
 	fs->members = calloc((size_t)(cs.n > 0 ? cs.n : 1), sizeof(*fs->members));
 	fs->arrays = calloc((size_t)(cs.ngroups > 0 ? cs.ngroups : 1), sizeof(*fs->arrays));
 	if (!fs->members || !fs->arrays) {
@@ -923,8 +936,11 @@ int array_discover(const struct assemble_opts *o, struct found_set *fs)
 	}
 	fs->narrays = cs.ngroups;
 	for (int i = 0; i < cs.n; i++) {
-		struct found_member *m = &fs->members[fs->nmembers++];
+		struct found_member *m;
 
+		if (!cs.c[i].has_meta)
+			continue;
+		m = &fs->members[fs->nmembers++];
 		m->image = cs.c[i].image;
 		m->partition = cs.c[i].partition;
 		snprintf(m->where, sizeof(m->where), "%s", cs.c[i].where);
@@ -932,7 +948,9 @@ int array_discover(const struct assemble_opts *o, struct found_set *fs)
 		m->meta = cs.c[i].meta;
 		snprintf(m->ident, sizeof(m->ident), "%s", cs.c[i].ident);
 	}
-	if (cs.ngroups && !cand_choose(&cs, o, &fs->chosen, note, sizeof(note), fs->choice_err,
+	if (o->g.manual)
+		snprintf(fs->choice_err, sizeof(fs->choice_err), "a manual geometry");
+	else if (cs.ngroups && !cand_choose(&cs, o, &fs->chosen, note, sizeof(note), fs->choice_err,
 				       sizeof(fs->choice_err)))
 		snprintf(fs->choice_err, sizeof(fs->choice_err), "%s", note);
 	else if (!cs.ngroups)

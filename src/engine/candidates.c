@@ -20,15 +20,11 @@ void cand_set_free(struct cand_set *cs)
 	for (int i = 0; cs->c && i < cs->n; i++)
 		source_close(cs->c[i].src);
 	free(cs->c);
-	for (int i = 0; i < cs->nimages; i++) {
-		if (cs->image_err)
-			free(cs->image_err[i]);
-		if (cs->image_note)
-			free(cs->image_note[i]);
+	for (int i = 0; cs->images && i < cs->nimages; i++) {
+		free(cs->images[i].err);
+		free(cs->images[i].note);
 	}
-	free(cs->image_err);
-	free(cs->image_note);
-	free(cs->image_table);
+	free(cs->images);
 	free(cs->groups);
 	memset(cs, 0, sizeof(*cs));
 }
@@ -57,8 +53,9 @@ static int collect_image(struct cand_set *cs, struct source *src, const char *na
 
 	if (ret)
 		goto out;
-	snprintf(cs->image_table[image], sizeof(cs->image_table[image]), "%s", r.table);
-	if (r.note[0] && !(cs->image_note[image] = strdup(r.note))) {
+	snprintf(cs->images[image].table, sizeof(cs->images[image].table), "%s", r.table);
+	cs->images[image].nparts = r.nparts;
+	if (r.note[0] && !(cs->images[image].note = strdup(r.note))) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -136,10 +133,8 @@ int cand_collect(struct source **srcs, const char *const *names, int n, const st
 
 	memset(cs, 0, sizeof(*cs));
 	cs->nimages = n;
-	cs->image_err = calloc((size_t)(n > 0 ? n : 1), sizeof(*cs->image_err));
-	cs->image_note = calloc((size_t)(n > 0 ? n : 1), sizeof(*cs->image_note));
-	cs->image_table = calloc((size_t)(n > 0 ? n : 1), sizeof(*cs->image_table));
-	if (!cs->image_err || !cs->image_note || !cs->image_table) {
+	cs->images = calloc((size_t)(n > 0 ? n : 1), sizeof(*cs->images));
+	if (!cs->images) {
 		ret = fmt_fail(err, errlen, -ENOMEM, "out of memory");
 		i = 0;
 		goto out;
@@ -149,6 +144,9 @@ int cand_collect(struct source **srcs, const char *const *names, int n, const st
 		char perr[ARRAY_ERR_MAX];
 
 		srcs[i] = NULL;
+		if (!src)
+			continue;       /* lenient: the caller could not open it */
+		cs->images[i].bytes = src->size;
 		if (o->g.manual) {
 			/* one candidate per image; its metadata, if any, only noted */
 			struct candidate *c = cand_add(cs);
@@ -169,7 +167,7 @@ int cand_collect(struct source **srcs, const char *const *names, int n, const st
 			fmt_err(perr + strlen(perr), sizeof(perr) - strlen(perr), " (for images without metadata give "
 				"the geometry: --level, --chunk, --layout, --order)");
 		if (ret && ret != -ENOMEM && lenient) {
-			cs->image_err[i] = strdup(perr);
+			cs->images[i].err = strdup(perr);
 			ret = 0;
 			continue;
 		}

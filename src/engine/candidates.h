@@ -42,16 +42,16 @@ struct cand_set {
 	int ngroups;
 	struct cand_group *groups;   /* [ngroups], owned */
 	int nimages;
-	char **image_err;            /* [nimages]: why nothing was found there (lenient), owned */
-	char **image_note;           /* [nimages]: a partition table not used, owned */
-	char (*image_table)[8];      /* [nimages] */
+	struct found_image *images;  /* [nimages], owned (err: why nothing was found
+	                                there, when lenient) */
 };
 
 /* Find the candidates of the images srcs[0..n) (named names[i]), taking
  * the sources over (in every case).  With a manual geometry, one per
  * image.  Else every image must hold metadata somewhere (in the image or
- * a partition); lenient (examine) notes in image_err what is wrong with an
- * image instead of failing.  Then grouped.  0 or -errno with the message
+ * a partition); lenient (examine) notes in images[].err what is wrong with
+ * an image instead of failing, and takes NULL for an image that could not
+ * be opened.  Then grouped.  0 or -errno with the message
  * in err naming the image; cand_set_free() in every case. */
 int cand_collect(struct source **srcs, const char *const *names, int n, const struct assemble_opts *o, bool lenient,
 		 struct cand_set *cs, char *err, size_t errlen);
