@@ -95,7 +95,7 @@ static void print_image_text(const struct found_set *fs, int img, const char *pa
 			printf("  error: %s\n", fi->err);
 	}
 	if (fi->note)
-		printf("  partition table: not used: %s\n", fi->note);
+		printf("  partition table: %s\n", fi->note);
 }
 
 static void print_meta_json(FILE *f, const struct member_meta *m, const char *ident)

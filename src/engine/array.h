@@ -157,7 +157,8 @@ struct found_image {
 	char table[8];               /* its partition table: "gpt", "dos", "" */
 	int nparts;                  /* partitions in it */
 	char *err;                   /* why nothing was found in it, or NULL; owned */
-	char *note;                  /* why its partition table was not used, or NULL; owned */
+	char *note;                  /* why its partition table was not used or what is
+	                                wrong with it, or NULL; owned */
 };
 
 struct found_set {
@@ -177,6 +178,11 @@ struct found_set {
  * image_err), or -ENOMEM.  found_set_free() in every case. */
 int array_discover(const struct assemble_opts *o, struct found_set *fs);
 void found_set_free(struct found_set *fs);
+/* The drive serial of the image at path as assembly takes it when the
+ * image records none: --serial PATH=SERIAL (1), else its file name
+ * without its directory and image extensions (0). */
+int array_serial_for(const struct assemble_opts *o, const char *path, char *out, size_t len);
+
 /* "raid5 imsm 7ab6cff9:... 'Volume0'" for messages. */
 void found_array_desc(const struct member_meta *m, char *buf, size_t len);
 /* The same over sources already open (tests; o->g.paths are ignored):

@@ -321,6 +321,18 @@ static void name_stem(const char *path, char *out, size_t len)
 	}
 }
 
+/* --serial IMAGE=SERIAL for path: true with the serial in id. */
+static bool given_serial(const struct assemble_opts *o, const char *path, char *id, size_t len)
+{
+	for (int i = 0; i < o->g.nserials; i++) {
+		if (same_image(o->g.serials[i].image, path)) {
+			snprintf(id, len, "%s", o->g.serials[i].serial);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Hook for the serial an image's own container records (an E01 header's
  * "serial number"): source_serial, through the image's source. */
 static int recorded_serial(struct source *src, char *buf, size_t len)
@@ -338,12 +350,9 @@ static void candidate_id(struct candidate *c, const struct assemble_opts *o, cha
 		c->ident[0] = '\0';
 		return;
 	}
-	for (int i = 0; i < o->g.nserials; i++) {
-		if (same_image(o->g.serials[i].image, c->path)) {
-			snprintf(id, len, "%s", o->g.serials[i].serial);
-			snprintf(c->ident, sizeof(c->ident), "serial '%s' from --serial", id);
-			return;
-		}
+	if (given_serial(o, c->path, id, len)) {
+		snprintf(c->ident, sizeof(c->ident), "serial '%s' from --serial", id);
+		return;
 	}
 	if (!recorded_serial(c->src, id, len)) {
 		snprintf(c->ident, sizeof(c->ident), "serial '%s' recorded in the image", id);
@@ -351,6 +360,14 @@ static void candidate_id(struct candidate *c, const struct assemble_opts *o, cha
 	}
 	name_stem(c->path, id, len);
 	snprintf(c->ident, sizeof(c->ident), "serial '%s' from its file name", id);
+}
+
+int array_serial_for(const struct assemble_opts *o, const char *path, char *out, size_t len)
+{
+	if (given_serial(o, path, out, len))
+		return 1;
+	name_stem(path, out, len);
+	return 0;
 }
 
 /* The serials of the slots of fresh no candidate was placed in. */

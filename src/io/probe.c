@@ -167,13 +167,16 @@ int probe_image(struct source *img, const char *name, struct probe_result *out, 
 	tret = pt_parse(&dev, 0, 0, &t, terr, sizeof(terr));
 	if (tret) {
 		if (wret) {
-			ret = fmt_fail(err, errlen, tret, "%s: %s; %s", name, werr, terr);
+			ret = fmt_fail(err, errlen, tret, "%s: its partition table is broken: %s (and the image itself "
+				       "holds no RAID metadata)", name, terr);
 			goto out;
 		}
-		snprintf(out->note, sizeof(out->note), "%s", terr);
+		snprintf(out->note, sizeof(out->note), "not used (the image itself holds RAID metadata): %s", terr);
 		ret = 0;
 		goto out;
 	}
+	if (t.warnings[0])
+		snprintf(out->note, sizeof(out->note), "%s", t.warnings);
 	out->nparts = (int)t.nparts;
 	snprintf(out->table, sizeof(out->table), "%s", t.kind == PT_NONE ? "" : pt_kind_name(t.kind));
 	ret = probe_partitions(img, name, &t, out, err, errlen);
@@ -181,8 +184,7 @@ int probe_image(struct source *img, const char *name, struct probe_result *out, 
 		goto out;
 	drop_duplicate_whole(out);
 	if (!out->nhits)
-		fmt_err(err, errlen, "%s%s%s", werr, t.nparts ? ", nor in any of its partitions" : "",
-			t.nparts ? "" : "");
+		fmt_err(err, errlen, "%s%s", werr, t.nparts ? ", nor in any of its partitions" : "");
 out:
 	if (ret)
 		probe_result_free(out);
@@ -210,6 +212,30 @@ int write_superblock(struct source *dst, const struct member_meta *m, uint64_t d
 	r = source_pwrite(dst, sb, len, off);
 	if (!r)
 		r = dst->ops->sync(dst);
+	if (r)
+		return fmt_fail(err, errlen, r, "%s: write error: %s", dst->path, strerror(-r));
+	return 0;
+}
+
+static int put_source(void *ctx, const void *buf, size_t len, uint64_t off)
+{
+	return source_pwrite(ctx, buf, len, off);
+}
+
+int write_replacement_metadata(struct source *dst, struct source *tmpl, const struct member_meta *m, const char *id,
+			       uint64_t dev_sectors, char *err, size_t errlen)
+{
+	struct dev_reader dev;
+	char e[512] = "";
+	int r;
+
+	if (!m->fmt || !m->fmt->replace)
+		return fmt_fail(err, errlen, -EOPNOTSUPP, "%s: %s metadata cannot be written", dst->path, m->format);
+	source_dev_reader(tmpl, &dev);
+	r = m->fmt->replace(&dev, m, id, dev_sectors, put_source, dst, e, sizeof(e));
+	if (r)
+		return fmt_fail(err, errlen, r, "%s: the %s metadata (from %s): %s", dst->path, m->format, tmpl->path, e);
+	r = dst->ops->sync(dst);
 	if (r)
 		return fmt_fail(err, errlen, r, "%s: write error: %s", dst->path, strerror(-r));
 	return 0;

@@ -31,7 +31,9 @@ struct probe_result {
 	struct probe_hit *hits;      /* owned: probe_result_free() */
 	int nparts;                  /* partitions in its table (0: none) */
 	char table[8];               /* the partition table: "gpt", "dos", "" */
-	char note[512];              /* why a partition table was not used, "" */
+	char note[1100];             /* why the partition table was not used, or what
+	                                was wrong with it ("GPT: primary header ...:
+	                                backup header used"), "" */
 };
 
 /* Every place of img (named name in messages) holding RAID metadata: the
@@ -54,5 +56,13 @@ void probe_result_free(struct probe_result *r);
  * (-EOPNOTSUPP: the format cannot be written). */
 int write_superblock(struct source *dst, const struct member_meta *m, uint64_t dev_sectors, char *err,
 		     size_t errlen);
+
+/* Container formats: write into dst (an image of dev_sectors) the
+ * metadata of a replacement for role m->role made from tmpl's (a current
+ * member's image: m->fmt->replace).  id: the new device's identity (IMSM:
+ * its drive serial).  Synced.  0, or -errno with a message naming dst or
+ * tmpl in err. */
+int write_replacement_metadata(struct source *dst, struct source *tmpl, const struct member_meta *m, const char *id,
+			       uint64_t dev_sectors, char *err, size_t errlen);
 
 #endif
