@@ -102,8 +102,8 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct rebui
 /* ---- the new member's superblock ---- */
 
 /* The member whose superblock the new one copies: the freshest (events
- * equal to the array's), preferably not role K itself.  NULL without md
- * metadata. */
+ * equal to the array's, then the newest volume configuration), preferably
+ * not role K itself.  NULL without metadata. */
 static const struct array_member *pick_template(const struct array *a, int role)
 {
 	const struct array_member *best = NULL;
@@ -112,7 +112,9 @@ static const struct array_member *pick_template(const struct array *a, int role)
 		const struct array_member *m = &a->members[r];
 		if (!m->has_meta || !m->src || m->state != MEMBER_OK || m->meta.events != a->events)
 			continue;
-		if (!best || (best->role == role && r != role))
+		/* the freshest view (DDF: the newest volume configuration) */
+		if (!best || meta_fresher(&m->meta, &best->meta) ||
+		    (!meta_fresher(&best->meta, &m->meta) && best->role == role && r != role))
 			best = m;
 	}
 	return best;

@@ -1410,6 +1410,7 @@ static void fill_vd(const struct ddf_info *in, const struct ddf_vd *vd, int nvds
 	m->role = vd->this_role;
 	m->dev_number = in->this_pd;
 	m->events = in->seq;
+	m->volume_seq = vd->conf_seqnum;
 	m->ctime = (uint64_t)ddf_time_to_unix(in->timestamp);
 	/* md resyncs a virtual disk that is not consistent or not fully
 	 * initialised (mdadm's resync_start 0) */
@@ -1501,34 +1502,57 @@ struct ddf_new {
 	void *ctx;
 };
 
+/* Is refnum in any configuration record of the container (as a member)? */
+static int refnum_in_vds(const struct ddf_new *r, uint32_t refnum)
+{
+	for (int v = 0; v < r->in->n_vds; v++)
+		for (int k = 0; k < r->in->vds[v].raid_disks && k < DDF_MAX_ROLES; k++)
+			if (r->in->vds[v].member[k].refnum == refnum)
+				return 1;
+	return 0;
+}
+
+/* The physical disk records with the new disk, online, in the place of a
+ * failed disk no virtual disk names any more, or in a free entry.  The
+ * other entries keep their places: mdadm's assembly pairs each member with
+ * its own entry's index (two members at one index: the older one is
+ * dropped). */
 static int patch_phys(struct ctx *c, const struct ddf_new *r, uint8_t *p, size_t bytes)
 {
-	unsigned max = g16(c, p + 10), used = 0, slot = max;
+	unsigned max = g16(c, p + 10), used = 0, spot = max, unused = max;
 	const uint8_t *self = NULL;
 
 	for (unsigned i = 0; i < max && 64 + 64 * (size_t)(i + 1) <= bytes; i++) {
 		const uint8_t *e = p + 64 + 64 * (size_t)i;
-		int free_ = g32(c, e + 24) == NONE32 || all_ff(e, DDF_GUID_LEN);
+		uint32_t ref = g32(c, e + 24);
+		uint16_t st = g16(c, e + 30);
 
-		if (!free_) {
-			used++;
-			if (g32(c, e + 24) == r->in->this_refnum)
-				self = e;
-		} else if (slot == max) {
-			slot = i;
+		if (ref == NONE32 || all_ff(e, DDF_GUID_LEN)) {
+			if (unused == max)
+				unused = i;
+			continue;
 		}
+		used++;
+		if (ref == r->in->this_refnum)
+			self = e;
+		else if (spot == max && (st & (DDF_PDS_FAILED | DDF_PDS_MISSING)) && !refnum_in_vds(r, ref))
+			spot = i;
 	}
-	if (slot == max || !self) {
+	if (spot == max) {
+		spot = unused;
+		used++;
+	}
+	if (!self || spot == max) {
 		seterr(c, "physical disk records: %s", !self ? "the template disk is not listed" :
-		       "no free entry for the new disk");
+		       "no room for the new disk");
 		return -ENOSPC;
 	}
-	/* the template disk's entry (type, size, path), with the new identity, online */
-	memmove(p + 64 + 64 * (size_t)slot, self, 64);
-	memcpy(p + 64 + 64 * (size_t)slot, r->guid, DDF_GUID_LEN);
-	put32(c, p + 64 + 64 * (size_t)slot + 24, r->refnum);
-	put16(c, p + 64 + 64 * (size_t)slot + 30, DDF_PDS_ONLINE);
-	put16(c, p + 8, (uint16_t)(used + 1));
+	/* the template disk's entry (type, size, path), the new identity, online */
+	memcpy(p + 64 + 64 * (size_t)spot, self, 64);
+	memcpy(p + 64 + 64 * (size_t)spot, r->guid, DDF_GUID_LEN);
+	put32(c, p + 64 + 64 * (size_t)spot + 24, r->refnum);
+	put16(c, p + 64 + 64 * (size_t)spot + 30, DDF_PDS_ONLINE);
+	put16(c, p + 8, (uint16_t)used);
 	crc_store(c, r->kind, p, bytes);
 	return 0;
 }
@@ -1622,7 +1646,6 @@ static int write_copy(struct ctx *c, const struct hdr *anchor, int type, const s
 	memcpy(s.s[S_PDD] + 8, r->guid, DDF_GUID_LEN);
 	put32(c, s.s[S_PDD] + 32, r->refnum);
 	crc_store(c, r->kind, s.s[S_PDD], s.bytes[S_PDD]);
-	put32(c, hb + 40, h.seq + 1);
 	crc_store(c, r->kind, hb, SECT);
 	rc = r->put(r->ctx, hb, SECT, lba * SECT);
 	for (int i = 0; !rc && i <= S_PDD; i++)

@@ -87,6 +87,10 @@ struct member_meta {
 	uint64_t array_sectors;
 	char dev_id[24];
 	char unsupported[200];
+	/* DDF: the sequence number of the virtual disk's configuration
+	 * (mdadm takes the highest); among members of equal events, the view
+	 * of the one with the highest is the freshest */
+	uint32_t volume_seq;
 	/* Container formats: the identity of every device slot (dev_roles'
 	 * index), for place(): IMSM the drive serials, raw and NUL-padded as
 	 * the disk table holds them; DDF the reference numbers ("%08x") */
@@ -154,8 +158,9 @@ struct format_ops {
 	 * m->role of the volume m describes (m: a current member's view, its
 	 * device_uuid new and random), made from the metadata of that current
 	 * member (tmpl, an image of dev_sectors like the new one): the
-	 * container's copy with the new device in sync in that role, a
-	 * generation newer so that mdadm takes it.  id: the new device's
+	 * container's copy with the new device in sync in that role, newer
+	 * where mdadm looks for the newest (IMSM: the generation; DDF: the
+	 * virtual disk's configuration, the headers' sequence number kept).  id: the new device's
 	 * identity (IMSM: its drive serial; NULL for DDF, whose new reference
 	 * number and GUID come from m->device_uuid).  Every byte to write goes
 	 * through put(ctx, buf, len, off) (off: bytes into the new image).  0,
@@ -197,6 +202,13 @@ int md0_build(const struct member_meta *m, uint8_t *buf, size_t buflen, uint64_t
 	      uint64_t *image_off, size_t *sb_len);
 uint64_t md1_super_offset(int minor, uint64_t dev_sectors);
 uint64_t md0_super_offset(uint64_t dev_sectors);
+
+/* Is x's view of the array newer than y's?  More events, or as many and a
+ * newer volume configuration (DDF). */
+static inline bool meta_fresher(const struct member_meta *x, const struct member_meta *y)
+{
+	return x->events > y->events || (x->events == y->events && x->volume_seq > y->volume_seq);
+}
 
 /* "xxxxxxxx:xxxxxxxx:xxxxxxxx:xxxxxxxx", as mdadm prints md uuids. */
 void meta_uuid_format(const uint8_t uuid[16], char out[36]);

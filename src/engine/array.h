@@ -224,7 +224,8 @@ void array_overlay_identity(const struct array *a, struct overlay_identity *id);
 int array_overlay_open(const char *path, struct array *a, const struct overlay_open_opts *opts,
 		       struct overlay **out, bool *created, char *err, size_t errlen);
 
-/* The member's image as an absolute path (malloc'ed), NULL if it has none. */
+/* The member's image file (for a partition: the whole image's) as an
+ * absolute path (malloc'ed), NULL if it has none. */
 char *array_member_path(const struct array_member *m);
 /* "active", "missing", "faulty", "stale", "rebuilding" */
 const char *member_state_name(enum member_state s);

@@ -487,7 +487,7 @@ static int find_freshest(const struct candidate *c, int nc, int *ifresh, char *e
 				"geometry: --level, --chunk, --layout, --order)", c[i].path);
 			return -EINVAL;
 		}
-		if (!fresh || c[i].meta.events > fresh->events) {
+		if (!fresh || meta_fresher(&c[i].meta, fresh)) {
 			fresh = &c[i].meta;
 			*ifresh = i;
 		}
@@ -980,8 +980,8 @@ void array_free(struct array *a)
 
 char *array_member_path(const struct array_member *m)
 {
-	if (m->src && m->src->path)
-		return strdup(m->src->path);
+	if (m->src && source_image(m->src)->path)
+		return strdup(source_image(m->src)->path);
 	return m->path ? abs_path(m->path) : NULL;
 }
 

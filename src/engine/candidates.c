@@ -111,7 +111,7 @@ static void group_candidates(struct cand_set *cs)
 			c->group = cs->ngroups++;
 		}
 		cs->groups[c->group].n++;
-		if (c->meta.events > cs->c[cs->groups[c->group].fresh].meta.events)
+		if (meta_fresher(&c->meta, &cs->c[cs->groups[c->group].fresh].meta))
 			cs->groups[c->group].fresh = i;
 	}
 	for (int g = 0; g < cs->ngroups; g++) {
