@@ -659,7 +659,9 @@ static int try_anchor(struct ctx *c, const uint8_t *b, uint64_t lba, struct hdr 
 
 /* Find the anchor: the last sector, else (unless NO_SEARCH) a sector-aligned
  * DDF header in the last 32 MiB, an anchor (type 0) closest to the end first,
- * else a primary/secondary header used in its place.  Sets c->be. */
+ * else a primary/secondary header used in its place.  An anchor in the last
+ * sector whose CRC is right but whose fields are impossible is an error (no
+ * search).  Sets c->be. */
 static int find_anchor(struct ctx *c, struct hdr *a, uint64_t *where)
 {
 	uint8_t last[SECT];
@@ -684,6 +686,12 @@ static int find_anchor(struct ctx *c, struct hdr *a, uint64_t *where)
 	if (rc == 1) {
 		*where = c->nsect - 1;
 		return 0;
+	}
+	if (rc == -EINVAL) {
+		/* a good CRC over impossible fields: broken metadata, not a
+		 * controller that put its anchor elsewhere */
+		seterr(c, "%s", bad);
+		return rc;
 	}
 	if (rc < 0) {
 		bad_rc = rc;

@@ -115,9 +115,8 @@ enum {
 	 * are spares */
 	FORMAT_FIXED_SLOTS = 4,
 	/* a container format: every member keeps a copy of the whole
-	 * container's metadata, and the freshest copy says who is in sync
-	 * (mdadm's rule for IMSM and DDF): a member it lists in sync in its
-	 * role is current whatever its own copy's generation */
+	 * container's metadata, and the freshest copy describes every member:
+	 * one it does not list in its role is not a member there */
 	FORMAT_CONTAINER = 8,
 };
 

@@ -554,18 +554,19 @@ static int adopt_geometry(struct array *a, const struct member_meta *fresh, cons
 	return 0;
 }
 
-/* Is the member ci (placed in role) stale?  md: events more than one
- * behind the freshest.  Containers (mdadm's IMSM and DDF rules): the
- * freshest copy of the container's metadata decides, and a member it
- * lists in sync in this role is current whatever its own copy's
- * generation; one it does not list there is stale (*why says so). */
+/* Is the member (placed in mm->role) stale?  Events (a container's
+ * generation) more than one behind the freshest, as md and mdadm's
+ * assembly have it.  A container's freshest copy of the metadata also
+ * describes every member: one it does not list in this role (nor as
+ * faulty) is not a member there any more (*why says so). */
 static bool member_stale(const struct member_meta *mm, const struct member_meta *fresh, int fresh_view,
 			 const char **why)
 {
 	*why = "stale";
-	if (!(mm->fmt && (mm->fmt->flags & FORMAT_CONTAINER)))
-		return mm->events + 1 < fresh->events;
-	if (fresh_view == mm->role || fresh_view == META_ROLE_FAULTY)
+	if (mm->events + 1 < fresh->events)
+		return true;
+	if (!(mm->fmt && (mm->fmt->flags & FORMAT_CONTAINER)) || fresh_view == mm->role ||
+	    fresh_view == META_ROLE_FAULTY)
 		return false;
 	*why = "not in this role in the freshest metadata";
 	return true;
