@@ -32,6 +32,15 @@ for c in $(ls "$EXT" | grep -v '\.md$'); do
 			check "$c $name: no scrub without redundancy (exit $rc)" grep -q "no redundancy left to check" "$TMP/scrub"
 		elif [ "$(emf "$c" '.corruption | length')" -gt 0 ]; then
 			check "$c $name: scrub finds the corruption (exit $rc)" test $rc = 1
+			"$RAIDIMG" scrub --json "${sel[@]}" "${imgs[@]}" >"$TMP/scrub.json" 2>/dev/null
+			ok=$(jq -s --slurpfile m "$EXT/$c/manifest.json" '$m[0] as $m | . as $r |
+				([$r[] | select(.type == "mismatch")] | length) == ($m.corruption | length) and
+				all($m.corruption[]; . as $x | any($r[]; .type == "mismatch" and .kind == $x.chunk_kind and
+					.role == $x.member and (.image | endswith("/" + $x.image)) and
+					.image_offset == $x.image_byte_offset and .length == $x.length and
+					.array_offset == $x.array_byte_offset)) and
+				($r[-1].md_mismatch_cnt == $m.md_mismatch_cnt_after_corruption)' "$TMP/scrub.json" 2>&1)
+			check "$c $name: scrub names the member, offsets and bytes md's corruption has ($ok)" test "$ok" = true
 		else
 			check "$c $name: scrub clean (exit $rc: $(tail -n 2 "$TMP/scrub" | head -c 300))" test $rc = 0
 		fi
