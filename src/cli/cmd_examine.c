@@ -439,10 +439,13 @@ static void print_array_json(FILE *f, const struct array *a)
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: raidimg examine [--json] [ARRAY OPTIONS] MEMBER...\n\n"
-		   "Show the md superblock of every member image and the array they form:\n"
-		   "its geometry and a verdict: complete, degraded (served by rebuilding from\n"
-		   "parity) or not assemblable, with the reason.\n\n"
-		   "  --json      one JSON object: {\"members\":[...],\"array\":{...}}\n"
+		   "Show the RAID metadata of every member image (md superblocks, IMSM and DDF\n"
+		   "containers), found in the image or in the partitions of its MBR or GPT\n"
+		   "partition table, every array the images hold when there are several, and the\n"
+		   "array read: its geometry and a verdict: complete, degraded (served by\n"
+		   "rebuilding from parity) or not assemblable, with the reason.\n\n"
+		   "  --json      one JSON object: {\"members\":[...],\"arrays\":[...],\"chosen\":N,\n"
+		   "              \"array\":{...}}\n"
 		   "              (with --hash also \"sha256\":{\"members\":[...],\"array\":{...}})\n"
 		   "  -h, --help  this text\n\n"
 		   "Chain of custody:\n"
@@ -451,7 +454,8 @@ static void usage(FILE *f)
 		   "                 files alone, on stderr\n"
 		   "  --record FILE  write a JSON record of the assembly (implies --hash);\n"
 		   "                 `raidimg replay FILE` repeats it\n\n" ARRAY_OPTIONS_HELP
-		   "\nExit status: 0 the array can be assembled, 2 it cannot (or bad usage).\n");
+		   "\nExit status: 0 the array can be assembled, 2 it cannot (or the images hold\n"
+		   "several arrays and --array does not say which, or bad usage).\n");
 }
 
 /* --hash/--record: hash the image files and the array, start the record
@@ -567,13 +571,13 @@ int cmd_examine(int argc, char **argv)
 	char err[ERR_MAX] = "";
 	int ret = EXIT_ERR, r;
 
+	memset(&fs, 0, sizeof(fs));
 	array_args_init(&aa);
 	r = parse_args(argc, argv, &aa, &co, &json);
 	if (r) {
 		ret = r > 0 ? EXIT_OK : EXIT_ERR;
 		goto out;
 	}
-	memset(&fs, 0, sizeof(fs));
 	if (array_args_prepare(&aa, argc - optind, argv + optind))
 		goto out;
 	if (array_discover(&aa.ao, &fs)) {

@@ -50,6 +50,14 @@ check "partitions: replay" "$RAIDIMG" replay "$TMP/r3.json"
 printf 'x' | dd of="$TMP/disk2.img" bs=1 seek=100 conv=notrunc status=none     # outside the array: replay still refuses
 expect_fail "partitions: replay refuses a changed image" "disk2.img: sha256 is now" "$RAIDIMG" replay "$TMP/r3.json"
 
+# ---- the options are in every command's --help
+for cmd in examine cat mount scrub rebuild export; do
+	"$RAIDIMG" $cmd --help >"$TMP/help" 2>&1; rc=$?
+	check "$cmd --help: exit 0, --array and --serial ($rc)" test $rc = 0 -a -n "$(grep -e '--array UUID|NAME' "$TMP/help")" \
+		-a -n "$(grep -e '--serial IMAGE=SERIAL' "$TMP/help")"
+done
+expect_fail "examine without images" "Usage: raidimg examine" "$RAIDIMG" examine
+
 # ---- mount
 if fuse_usable; then
 	mnt=$(mountpoint_dir imsm)
