@@ -18,6 +18,7 @@
 #include "geom_args.h"
 #include "layout.h"
 #include "source.h"
+#include "util.h"
 #include "volume.h"
 
 /* Requests and bytes asked of members, counted by whoever asks (the read
