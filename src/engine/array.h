@@ -50,7 +50,7 @@ struct array_member {
 	struct member_meta meta;     /* valid if has_meta */
 	int partition;               /* 0: the whole image; else the partition of it */
 	char where[200];             /* "" or "partition 3, GPT 'Linux RAID', sectors 2048-22527" */
-	char ident[128];              /* how it was placed when its metadata does not say
+	char ident[200];              /* how it was placed when its metadata does not say
 	                                (IMSM): "serial member0 (file name)", else "" */
 	char note[160];              /* why it is not used, for the user */
 	/* counters (atomic: updated by readers) */
@@ -142,7 +142,7 @@ struct found_member {
 	char where[200];             /* as probe_hit.where */
 	int group;                   /* index into found_set.arrays */
 	struct member_meta meta;     /* role: as placed (IMSM: by serial; META_ROLE_UNPLACED if not) */
-	char ident[128];              /* how it was placed, "" when its metadata says */
+	char ident[200];              /* how it was placed, "" when its metadata says */
 };
 
 struct found_array {

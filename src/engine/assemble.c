@@ -779,7 +779,7 @@ int array_assemble_sources(struct source **srcs, const char *const *names, int n
 {
 	struct cand_set cs;
 	struct array *a = calloc(1, sizeof(*a));
-	char note[600];
+	char note[600], placed[600];
 	int ret, g = -1;
 
 	ret = cand_collect(srcs, names, n, o, false, &cs, err, errlen);
@@ -792,11 +792,13 @@ int array_assemble_sources(struct source **srcs, const char *const *names, int n
 	} else {
 		ret = cand_choose(&cs, o, &g, note, sizeof(note), err, errlen);
 		if (!ret)
-			ret = cand_place(&cs, g, o, true, err, errlen);
+			ret = cand_place(&cs, g, o, true, placed, sizeof(placed), err, errlen);
 		if (!ret)
 			ret = assemble_group(a, &cs, g, o, err, errlen);
 		if (!ret && note[0])
 			warn_add(a, "%s", note);
+		if (!ret && placed[0])
+			warn_add(a, "%s", placed);
 	}
 	if (!ret)
 		array_volume_init(a);
@@ -929,7 +931,7 @@ int array_discover(const struct assemble_opts *o, struct found_set *fs)
 		goto out;
 	}
 	for (int g = 0; g < cs.ngroups; g++) {
-		cand_place(&cs, g, o, false, NULL, 0);
+		cand_place(&cs, g, o, false, NULL, 0, NULL, 0);
 		fs->arrays[g].meta = cs.c[cs.groups[g].fresh].meta;
 		fs->arrays[g].members = cs.groups[g].n;
 		fs->arrays[g].supported = cs.groups[g].supported;

@@ -396,13 +396,125 @@ static void unfilled_slots(const struct cand_set *cs, int g, const struct member
 	}
 }
 
-int cand_place(struct cand_set *cs, int g, const struct assemble_opts *o, bool strict, char *err, size_t errlen)
+/* The role slot d of fresh in use with no candidate of group g placed in
+ * it, when there is exactly one; -1 otherwise. */
+static int only_unfilled(const struct cand_set *cs, int g, const struct member_meta *fresh)
+{
+	int found = -1;
+
+	for (int d = 0; d < fresh->nids && d < fresh->max_dev; d++) {
+		int taken = 0;
+
+		if (fresh->dev_roles[d] < 0)
+			continue;
+		for (int i = 0; i < cs->n && !taken; i++)
+			taken = cs->c[i].group == g && cs->c[i].meta.dev_number == d;
+		if (taken)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = d;
+	}
+	return found;
+}
+
+/* The member of role r among group g's placed candidates, NULL if none. */
+static struct candidate *placed_in(struct cand_set *cs, int g, const struct member_meta *fresh, int r)
+{
+	for (int i = 0; i < cs->n; i++) {
+		struct candidate *c = &cs->c[i];
+
+		if (c->group == g && c->meta.role == r && c->meta.dev_number >= 0 &&
+		    c->meta.dev_number < fresh->max_dev && fresh->dev_roles[c->meta.dev_number] == r)
+			return c;
+	}
+	return NULL;
+}
+
+enum { ELIM_SAMPLES = 16, ELIM_BYTES = 64 * 1024 };
+
+/* One image u left unplaced, one drive of the disk table in use in this
+ * volume without an image, every other role filled: u is that drive if,
+ * and only if, it completes the parity of the others.  For RAID5 (IMSM's
+ * only parity level) the XOR of every member's data at one member offset
+ * is zero, whatever the order; checked on ELIM_SAMPLES windows spread over
+ * the members' data, and an image whose windows are all zero proves
+ * nothing.  1 placed (c->ident says how), 0 the data cannot tell (not
+ * RAID5, more unknowns, a read error, zeros), -1 it says u is not that
+ * drive (why in why). */
+static int place_by_elimination(struct cand_set *cs, int g, const struct member_meta *fresh, struct candidate *u,
+				char *why, size_t whylen)
+{
+	struct candidate *by_role[LAYOUT_MAX_DISKS];
+	uint64_t data = fresh->component_sectors * 512;
+	uint8_t *acc = NULL, *buf = NULL;
+	int d = only_unfilled(cs, g, fresh), r, ret = 0, nonzero = 0;
+	char s[META_ID_LEN + 1];
+
+	if (fresh->level != 5 || d < 0 || fresh->raid_disks > LAYOUT_MAX_DISKS || data < ELIM_BYTES)
+		return 0;
+	r = fresh->dev_roles[d];
+	for (int k = 0; k < fresh->raid_disks; k++) {
+		by_role[k] = k == r ? u : placed_in(cs, g, fresh, k);
+		if (!by_role[k])
+			return 0;
+	}
+	acc = malloc(ELIM_BYTES);
+	buf = malloc(ELIM_BYTES);
+	if (!acc || !buf)
+		goto out;
+	for (int w = 0; w < ELIM_SAMPLES; w++) {
+		uint64_t off = (data - ELIM_BYTES) / (ELIM_SAMPLES - 1) * (uint64_t)w / 4096 * 4096;
+
+		memset(acc, 0, ELIM_BYTES);
+		for (int k = 0; k < fresh->raid_disks; k++) {
+			struct candidate *c = by_role[k];
+
+			if (source_pread(c->src, buf, ELIM_BYTES, c->meta.data_offset * 512 + off))
+				goto out;
+			for (size_t b = 0; b < ELIM_BYTES; b++) {
+				acc[b] ^= buf[b];
+				nonzero |= c == u && buf[b];
+			}
+		}
+		for (size_t b = 0; b < ELIM_BYTES; b++) {
+			if (acc[b]) {
+				memcpy(s, fresh->dev_ids[d], META_ID_LEN);
+				s[META_ID_LEN] = '\0';
+				snprintf(why, whylen, "%s is not drive '%s' (the only one of the disk table without an "
+					 "image): with it the members' data does not add up to their parity at member "
+					 "byte %" PRIu64, u->path, s, off + b);
+				ret = -1;
+				goto out;
+			}
+		}
+	}
+	if (!nonzero)
+		goto out;
+	memcpy(s, fresh->dev_ids[d], META_ID_LEN);
+	s[META_ID_LEN] = '\0';
+	u->meta.role = r;
+	u->meta.dev_number = d;
+	snprintf(u->ident, sizeof(u->ident), "serial '%s' by elimination: the only drive without an image, and "
+		 "its data completes the others' parity (%d samples)", s, ELIM_SAMPLES);
+	ret = 1;
+out:
+	free(acc);
+	free(buf);
+	return ret;
+}
+
+int cand_place(struct cand_set *cs, int g, const struct assemble_opts *o, bool strict, char *note, size_t notelen,
+	       char *err, size_t errlen)
 {
 	struct member_meta *fresh = &cs->c[cs->groups[g].fresh].meta;
-	char bad[1024] = "", slots[1024];
+	struct candidate *last_bad = NULL;
+	char bad[1024] = "", slots[1024], why[512] = "";
 	size_t used = 0;
 	int nbad = 0;
 
+	if (note && notelen)
+		note[0] = '\0';
 	if (!fresh->fmt || !fresh->fmt->place)
 		return 0;
 	for (int i = 0; i < cs->n; i++) {
@@ -421,6 +533,7 @@ int cand_place(struct cand_set *cs, int g, const struct assemble_opts *o, bool s
 							 c->where, c->ident);
 				if (used >= sizeof(bad))
 					used = sizeof(bad);
+				last_bad = c;
 				continue;
 			}
 			c->meta.role = role;
@@ -431,11 +544,17 @@ int cand_place(struct cand_set *cs, int g, const struct assemble_opts *o, bool s
 			dev = -1;
 		c->meta.dev_number = dev;
 	}
+	if (nbad == 1 && place_by_elimination(cs, g, fresh, last_bad, why, sizeof(why)) == 1) {
+		if (note && notelen)
+			snprintf(note, notelen, "%s: placed as %s", last_bad->path, last_bad->ident);
+		return 0;
+	}
 	if (!nbad || !strict)
 		return 0;
 	unfilled_slots(cs, g, fresh, slots, sizeof(slots));
 	return fmt_fail(err, errlen, -EINVAL, "%s metadata does not say which drive an image is, only the drive "
 			"serials: no drive of the disk table has the serial of %s; the disk table's drives without "
-			"an image: %s.  Give each image's drive serial with --serial IMAGE=SERIAL (or name the "
-			"images after the serials)", fresh->format, bad, slots[0] ? slots : "none");
+			"an image: %s%s%s.  Give each image's drive serial with --serial IMAGE=SERIAL (or name the "
+			"images after the serials)", fresh->format, bad, slots[0] ? slots : "none", why[0] ? "; " : "",
+			why);
 }

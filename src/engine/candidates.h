@@ -24,7 +24,7 @@ struct candidate {
 	char where[200];             /* "" or "partition 3, GPT ..." */
 	bool has_meta;
 	struct member_meta meta;     /* role and dev_number as placed (cand_place) */
-	char ident[128];              /* how it was placed when its metadata does not say */
+	char ident[200];              /* how it was placed when its metadata does not say */
 	int group;                   /* index into cand_set.groups, -1 without metadata */
 	bool used;                   /* taken into the array */
 };
@@ -67,10 +67,14 @@ int cand_choose(const struct cand_set *cs, const struct assemble_opts *o, int *g
  * place() says (a no-op for formats whose members say their own slot):
  * each one's own role from its own metadata (IMSM: its drive serial from
  * --serial, the image's own record of it or its file name), its
- * dev_number in the freshest member's view.  0, or (strict) -EINVAL with a
- * message naming the images that cannot be placed and the drive serials no
- * image was found for. */
-int cand_place(struct cand_set *cs, int g, const struct assemble_opts *o, bool strict, char *err, size_t errlen);
+ * dev_number in the freshest member's view.  One image left over with one
+ * drive of the disk table without an image, the rest of a RAID5 complete:
+ * placed there when its data completes the others' parity (note says so;
+ * note may be NULL).  0, or (strict) -EINVAL with a message naming the
+ * images that cannot be placed and the drive serials no image was found
+ * for (and why the data does not place it). */
+int cand_place(struct cand_set *cs, int g, const struct assemble_opts *o, bool strict, char *note, size_t notelen,
+	       char *err, size_t errlen);
 
 /* "raid5, imsm, uuid 7ab6cff9:..., 'Volume0'" */
 void cand_group_desc(const struct cand_set *cs, int g, char *buf, size_t len);

@@ -61,14 +61,26 @@ check "IMSM: examine: stale, degraded" test "$(jq -r '.array.verdict + " " + .ar
 got=$(cat_sha --force "$W/$i"/*.img)
 check "IMSM: --force uses it, loudly" grep -q "FORCED into the array although stale" "$TMP/err"
 check "IMSM: ... (its data is current here)" test "$got" = "$(emf $i .expected_sha256)"
-# an image whose name is no serial of the disk table
+# images whose names are no serials of the disk table: one of them is
+# placed by elimination when its data completes the others' parity, two
+# are refused, and so is an image that does not complete it
 fresh $i
 mv "$W/$i/member2.img" "$W/$i/disk-x.img"
-expect_fail "IMSM: serial not in the disk table" \
-	"disk-x.img \(serial 'disk-x' from its file name\).*without an image: 'member2' \(role 2\).*--serial IMAGE=SERIAL" \
+got=$(cat_sha "$W/$i"/*.img)
+check "IMSM: one image not named after its serial: placed by elimination" test "$got" = "$(emf $i .expected_sha256)"
+check "IMSM: ... and said" grep -q "disk-x.img: placed as serial 'member2' by elimination: the only drive without an image, and its data completes the others' parity" "$TMP/err"
+mv "$W/$i/member3.img" "$W/$i/disk-y.img"
+expect_fail "IMSM: two images not named after their serials" \
+	"disk-x.img \(serial 'disk-x' from its file name\).*disk-y.img.*without an image: 'member2' \(role 2\), 'member3' \(role 3\).*--serial IMAGE=SERIAL" \
 	"$RAIDIMG" cat "$W/$i"/*.img
-got=$(cat_sha --serial "$W/$i/disk-x.img=member2" "$W/$i"/*.img)
-check "IMSM: --serial places it" test "$got" = "$(emf $i .expected_sha256)"
+got=$(cat_sha --serial "$W/$i/disk-x.img=member2" --serial "$W/$i/disk-y.img=member3" "$W/$i"/*.img)
+check "IMSM: --serial places them" test "$got" = "$(emf $i .expected_sha256)"
+rm "$W/$i/disk-x.img" "$W/$i/disk-y.img"
+cp "$W/$i/member1.img" "$W/$i/disk-z.img"          # a copy of another member, not drive member2
+cp "$(fixture_dir $i "$EXT")/member3.img" "$W/$i/"
+expect_fail "IMSM: an image that does not complete the parity is not placed" \
+	"disk-z.img is not drive 'member2' \(the only one of the disk table without an image\): with it the members' data does not add up to their parity" \
+	"$RAIDIMG" cat "$W/$i"/*.img
 # two containers mixed
 j=imsm-r5-la-3x12M-64K-missing1
 expect_fail "IMSM: two containers mixed" "2 different arrays; choose one with --array" \
