@@ -21,6 +21,15 @@ static const char *meta_role_name(int role, char *buf, size_t len)
 	return buf;
 }
 
+/* A partition number as JSON: null for the whole image (0). */
+static void print_partition(FILE *f, int partition)
+{
+	if (partition)
+		fprintf(f, "%d", partition);
+	else
+		fputs("null", f);
+}
+
 static void print_meta_text(const struct member_meta *m, const char *ident, uint64_t size)
 {
 	char uuid[40], rb[16], sz[32];
@@ -160,10 +169,7 @@ static void print_image_json(FILE *f, const struct found_set *fs, int img, const
 		if (m->image != img)
 			continue;
 		fprintf(f, "%s{\"partition\":", n++ ? "," : "");
-		if (m->partition)
-			fprintf(f, "%d", m->partition);
-		else
-			fputs("null", f);
+		print_partition(f, m->partition);
 		fputs(",\"where\":", f);
 		json_str_or_null(f, m->where);
 		fputc(',', f);
@@ -229,10 +235,7 @@ static void print_arrays_json(FILE *f, const struct found_set *fs, const char *c
 			fprintf(f, "%s{\"path\":", n++ ? "," : "");
 			json_path(f, paths[fm->image], "path");
 			fputs(",\"partition\":", f);
-			if (fm->partition)
-				fprintf(f, "%d", fm->partition);
-			else
-				fputs("null", f);
+			print_partition(f, fm->partition);
 			fputs(",\"where\":", f);
 			json_str_or_null(f, fm->where);
 			fputs(",\"role\":", f);
@@ -362,10 +365,7 @@ static void print_array_json(FILE *f, const struct array *a)
 		else
 			fputs("null", f);
 		fprintf(f, ",\"partition\":");
-		if (m->partition)
-			fprintf(f, "%d", m->partition);
-		else
-			fputs("null", f);
+		print_partition(f, m->partition);
 		fputs(",\"where\":", f);
 		json_str_or_null(f, m->where);
 		fputs(",\"placed_by\":", f);
@@ -386,10 +386,7 @@ static void print_array_json(FILE *f, const struct array *a)
 		fprintf(f, "%s{\"path\":", i ? "," : "");
 		json_path(f, a->extra[i].path, "path");
 		fprintf(f, ",\"partition\":");
-		if (a->extra[i].partition)
-			fprintf(f, "%d", a->extra[i].partition);
-		else
-			fputs("null", f);
+		print_partition(f, a->extra[i].partition);
 		fprintf(f, ",\"note\":");
 		json_str(f, a->extra[i].note);
 		fputc('}', f);

@@ -14,7 +14,9 @@
 
 #include "format.h"
 #include "imsm.h"
+#include "le.h"
 #include "sha1.h"
+#include "util.h"
 
 /* ---- on-disk layout (little-endian, offsets in bytes) ------------------ */
 
@@ -123,46 +125,9 @@ enum {
 enum { SECTORS_4K = 8 };     /* 4096-byte sector in 512-byte sectors */
 enum { MB_SECTORS = 2048 };  /* mdadm: sizes rounded to 1 MiB per member */
 
-static uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
 static uint64_t join32(const uint8_t *lo, const uint8_t *hi)
 {
-	return (uint64_t)le32(lo) | (uint64_t)le32(hi) << 32;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
+	return (uint64_t)get_le32(lo) | (uint64_t)get_le32(hi) << 32;
 }
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -175,8 +140,8 @@ static uint32_t mpb_checksum(const uint8_t *mpb, uint32_t mpb_size)
 	uint32_t words = mpb_size / 4;
 
 	for (uint32_t i = 0; i < words; i++)
-		sum += le32(mpb + 4 * i);
-	return sum - le32(mpb + SB_CHECK_SUM);
+		sum += get_le32(mpb + 4 * i);
+	return sum - get_le32(mpb + SB_CHECK_SUM);
 }
 
 /* mdadm's uuid printing (__fname_from_uuid, swapuuid 0 on x86): each 4-byte
@@ -297,13 +262,13 @@ static int dev_read(const struct dev_reader *dev, void *buf, size_t len, uint64_
 	int rc;
 
 	if (off > dev->size || len > dev->size - off) {
-		seterr(err, errlen, "IMSM: %s at byte %" PRIu64 " (+%zu) lies past the end of the "
+		fmt_err(err, errlen, "IMSM: %s at byte %" PRIu64 " (+%zu) lies past the end of the "
 		       "device (%" PRIu64 " bytes)", what, off, len, dev->size);
 		return -EIO;
 	}
 	rc = dev->read(dev->ctx, buf, len, off);
 	if (rc < 0) {
-		seterr(err, errlen, "IMSM: reading %s at byte %" PRIu64 ": %s", what, off,
+		fmt_err(err, errlen, "IMSM: reading %s at byte %" PRIu64 ": %s", what, off,
 		       strerror(-rc));
 		return rc;
 	}
@@ -340,7 +305,7 @@ static int parse_map(const struct cursor *c, uint32_t off, int vol, int mapn,
 	uint32_t len;
 
 	if (off > c->end || c->end - off < MAP_HDR) {
-		seterr(err, errlen, "IMSM: volume %d map %d header at MPB byte %u runs past the "
+		fmt_err(err, errlen, "IMSM: volume %d map %d header at MPB byte %u runs past the "
 		       "volume records (%u bytes): mpb_size or num_raid_devs is wrong",
 		       vol, mapn, off, c->end);
 		return -EINVAL;
@@ -348,12 +313,12 @@ static int parse_map(const struct cursor *c, uint32_t off, int vol, int mapn,
 	p = c->mpb + off;
 	m->num_members = p[MAP_NUM_MEMBERS];
 	if (m->num_members == 0) {
-		seterr(err, errlen, "IMSM: volume %d map %d: num_members 0", vol, mapn);
+		fmt_err(err, errlen, "IMSM: volume %d map %d: num_members 0", vol, mapn);
 		return -EINVAL;
 	}
 	len = MAP_HDR + 4u * m->num_members;
 	if (c->end - off < len) {
-		seterr(err, errlen, "IMSM: volume %d map %d: disk_ord_tbl of num_members %u runs "
+		fmt_err(err, errlen, "IMSM: volume %d map %d: disk_ord_tbl of num_members %u runs "
 		       "past the volume records (MPB byte %u + %u > %u)", vol, mapn,
 		       m->num_members, off, len, c->end);
 		return -EINVAL;
@@ -361,7 +326,7 @@ static int parse_map(const struct cursor *c, uint32_t off, int vol, int mapn,
 	m->pba_of_lba0 = join32(p + MAP_PBA_LO, p + MAP_PBA_HI);
 	m->blocks_per_member = join32(p + MAP_BPM_LO, p + MAP_BPM_HI);
 	m->num_data_stripes = join32(p + MAP_NDS_LO, p + MAP_NDS_HI);
-	m->blocks_per_strip = le16(p + MAP_BLOCKS_PER_STRIP);
+	m->blocks_per_strip = get_le16(p + MAP_BLOCKS_PER_STRIP);
 	m->map_state = p[MAP_MAP_STATE];
 	m->raid_level_raw = p[MAP_RAID_LEVEL];
 	m->level = imsm_level(m->raid_level_raw, m->num_members);
@@ -369,18 +334,18 @@ static int parse_map(const struct cursor *c, uint32_t off, int vol, int mapn,
 	m->failed_disk_num = p[MAP_FAILED_DISK_NUM];
 	m->ddf = p[MAP_DDF];
 	for (unsigned s = 0; s < m->num_members; s++) {
-		uint32_t ord = le32(p + MAP_ORD_TBL + 4 * s);
+		uint32_t ord = get_le32(p + MAP_ORD_TBL + 4 * s);
 		uint32_t idx = ord & 0xffffff;
 
 		if (idx >= (uint32_t)num_disks) {
-			seterr(err, errlen, "IMSM: volume %d map %d slot %u: disk_ord_tbl entry "
+			fmt_err(err, errlen, "IMSM: volume %d map %d slot %u: disk_ord_tbl entry "
 			       "0x%08x names disk %u, but num_disks is %d", vol, mapn, s, ord,
 			       idx, num_disks);
 			return -EINVAL;
 		}
 		for (unsigned t = 0; t < s; t++) {
 			if (m->slots[t].disk == idx) {
-				seterr(err, errlen, "IMSM: volume %d map %d: disk_ord_tbl puts disk "
+				fmt_err(err, errlen, "IMSM: volume %d map %d: disk_ord_tbl puts disk "
 				       "%u in slots %u and %u", vol, mapn, idx, t, s);
 				return -EINVAL;
 			}
@@ -419,18 +384,18 @@ static void parse_header(struct imsm_info *out, const uint8_t *mpb)
 	for (size_t i = 0; out->version[i]; i++)
 		if ((unsigned char)out->version[i] < 0x20 || (unsigned char)out->version[i] >= 0x7f)
 			out->version[i] = '?';
-	out->checksum_stored = le32(mpb + SB_CHECK_SUM);
-	out->mpb_size = le32(mpb + SB_MPB_SIZE);
-	out->family_num = le32(mpb + SB_FAMILY_NUM);
-	out->generation_num = le32(mpb + SB_GENERATION_NUM);
-	out->attributes = le32(mpb + SB_ATTRIBUTES);
+	out->checksum_stored = get_le32(mpb + SB_CHECK_SUM);
+	out->mpb_size = get_le32(mpb + SB_MPB_SIZE);
+	out->family_num = get_le32(mpb + SB_FAMILY_NUM);
+	out->generation_num = get_le32(mpb + SB_GENERATION_NUM);
+	out->attributes = get_le32(mpb + SB_ATTRIBUTES);
 	out->attributes_supported =
 		(out->attributes & ~ATTR_SUPPORTED_42 & ~ATTR_IGNORED_42) == 0;
 	out->num_disks = mpb[SB_NUM_DISKS];
 	out->num_volumes = mpb[SB_NUM_RAID_DEVS];
-	out->orig_family_num = le32(mpb + SB_ORIG_FAMILY_NUM);
-	out->num_raid_devs_created = le16(mpb + SB_NUM_RAID_DEVS_CREATED);
-	out->creation_time = le64(mpb + SB_CREATION_TIME);
+	out->orig_family_num = get_le32(mpb + SB_ORIG_FAMILY_NUM);
+	out->num_raid_devs_created = get_le16(mpb + SB_NUM_RAID_DEVS_CREATED);
+	out->creation_time = get_le64(mpb + SB_CREATION_TIME);
 }
 
 static void parse_disks(struct imsm_info *out, const uint8_t *mpb)
@@ -452,9 +417,9 @@ static void parse_disks(struct imsm_info *out, const uint8_t *mpb)
 		}
 		if (clear_hi)
 			d->total_blocks &= 0xffffffffu;
-		d->scsi_id = le32(p + DISK_SCSI_ID);
-		d->status = le32(p + DISK_STATUS);
-		d->owner_cfg_num = le32(p + DISK_OWNER_CFG_NUM);
+		d->scsi_id = get_le32(p + DISK_SCSI_ID);
+		d->status = get_le32(p + DISK_STATUS);
+		d->owner_cfg_num = get_le32(p + DISK_OWNER_CFG_NUM);
 		d->spare = (d->status & IMSM_DISK_SPARE) != 0;
 		d->configured = (d->status & IMSM_DISK_CONFIGURED) != 0;
 		d->failed = (d->status & IMSM_DISK_FAILED) != 0;
@@ -469,24 +434,24 @@ static int parse_bbm(struct imsm_info *out, const uint8_t *mpb, uint32_t bbm_siz
 	uint32_t sig, count;
 
 	if (bbm_size < BBM_HDR) {
-		seterr(err, errlen, "IMSM: bbm_log_size %u is smaller than the log header (8)",
+		fmt_err(err, errlen, "IMSM: bbm_log_size %u is smaller than the log header (8)",
 		       bbm_size);
 		return -EINVAL;
 	}
-	sig = le32(log);
-	count = le32(log + 4);
+	sig = get_le32(log);
+	count = get_le32(log + 4);
 	if (sig != BBM_SIGNATURE) {
-		seterr(err, errlen, "IMSM: bad block log signature 0x%08x, expected 0x%08x",
+		fmt_err(err, errlen, "IMSM: bad block log signature 0x%08x, expected 0x%08x",
 		       sig, (unsigned)BBM_SIGNATURE);
 		return -EINVAL;
 	}
 	if (count > IMSM_MAX_BBM_ENTRIES) {
-		seterr(err, errlen, "IMSM: bad block log entry_count %u exceeds %d", count,
+		fmt_err(err, errlen, "IMSM: bad block log entry_count %u exceeds %d", count,
 		       IMSM_MAX_BBM_ENTRIES);
 		return -EINVAL;
 	}
 	if (bbm_size != BBM_HDR + BBM_ENTRY * count) {
-		seterr(err, errlen, "IMSM: bbm_log_size %u does not match entry_count %u "
+		fmt_err(err, errlen, "IMSM: bbm_log_size %u does not match entry_count %u "
 		       "(expected %u)", bbm_size, count, BBM_HDR + BBM_ENTRY * count);
 		return -EINVAL;
 	}
@@ -496,7 +461,7 @@ static int parse_bbm(struct imsm_info *out, const uint8_t *mpb, uint32_t bbm_siz
 
 		b->count = (uint32_t)e[0] + 1;
 		b->disk = e[1];
-		b->sector = (uint64_t)le32(e + 4) << 16 | le16(e + 2);
+		b->sector = (uint64_t)get_le32(e + 4) << 16 | get_le16(e + 2);
 		if (out->sector_size == 4096) {
 			b->count *= SECTORS_4K;
 			b->sector *= SECTORS_4K;
@@ -563,7 +528,7 @@ static int parse_volumes(struct imsm_info *out, const uint8_t *mpb, uint32_t bbm
 		uint32_t len0 = 0, len1 = 0;
 
 		if (off > c.end || c.end - off < DEV_MAP0) {
-			seterr(err, errlen, "IMSM: volume %d record at MPB byte %u runs past the "
+			fmt_err(err, errlen, "IMSM: volume %d record at MPB byte %u runs past the "
 			       "volume records (%u bytes): mpb_size or num_raid_devs is wrong",
 			       i, off, c.end);
 			return -EINVAL;
@@ -573,9 +538,9 @@ static int parse_volumes(struct imsm_info *out, const uint8_t *mpb, uint32_t bbm
 		memcpy(v->name, p + DEV_VOLUME, 16);
 		v->name[16] = '\0';
 		v->array_sectors = join32(p + DEV_SIZE_LOW, p + DEV_SIZE_HIGH);
-		v->status = le32(p + DEV_STATUS);
-		v->reserved_blocks = le32(p + DEV_RESERVED_BLOCKS);
-		v->volume_id = le16(p + DEV_MY_VOL_RAID_DEV_NUM);
+		v->status = get_le32(p + DEV_STATUS);
+		v->reserved_blocks = get_le32(p + DEV_RESERVED_BLOCKS);
+		v->volume_id = get_le16(p + DEV_MY_VOL_RAID_DEV_NUM);
 		v->rwh_policy = p[DEV_RWH_POLICY];
 		v->curr_migr_unit = join32(p + VOL_CURR_MIGR_UNIT_LO, p + VOL_CURR_MIGR_UNIT_HI);
 		v->migr_state = p[VOL_MIGR_STATE];
@@ -604,7 +569,7 @@ static int parse_volumes(struct imsm_info *out, const uint8_t *mpb, uint32_t bbm
 			    v->curr_migr_unit > UINT64_MAX / SECTORS_4K ||
 			    map_from_4k(&v->maps[0]) < 0 ||
 			    (v->num_maps == 2 && map_from_4k(&v->maps[1]) < 0)) {
-				seterr(err, errlen, "IMSM: volume %d: sizes overflow 64 bits in "
+				fmt_err(err, errlen, "IMSM: volume %d: sizes overflow 64 bits in "
 				       "512-byte sectors", i);
 				return -EINVAL;
 			}
@@ -651,7 +616,7 @@ static int check_extents(const struct imsm_info *out, char *err, size_t errlen)
 		uint64_t n, end;
 
 		if (per_dev_sectors(m, &n) < 0) {
-			seterr(err, errlen, "IMSM: volume %d (%s): num_data_stripes %" PRIu64
+			fmt_err(err, errlen, "IMSM: volume %d (%s): num_data_stripes %" PRIu64
 			       " x blocks_per_strip %u overflows", i, v->name,
 			       m->num_data_stripes, m->blocks_per_strip);
 			return -EINVAL;
@@ -659,7 +624,7 @@ static int check_extents(const struct imsm_info *out, char *err, size_t errlen)
 		if (v->member_data_sectors > n)
 			n = v->member_data_sectors;
 		if (__builtin_add_overflow(m->pba_of_lba0, n, &end)) {
-			seterr(err, errlen, "IMSM: volume %d (%s): pba_of_lba0 %" PRIu64
+			fmt_err(err, errlen, "IMSM: volume %d (%s): pba_of_lba0 %" PRIu64
 			       " + %" PRIu64 " data sectors overflows", i, v->name,
 			       m->pba_of_lba0, n);
 			return -EINVAL;
@@ -668,7 +633,7 @@ static int check_extents(const struct imsm_info *out, char *err, size_t errlen)
 			const struct imsm_disk_info *d = &out->disks[m->slots[s].disk];
 
 			if (end > d->total_blocks) {
-				seterr(err, errlen, "IMSM: volume %d (%s) slot %u: pba_of_lba0 %"
+				fmt_err(err, errlen, "IMSM: volume %d (%s) slot %u: pba_of_lba0 %"
 				       PRIu64 " + %" PRIu64 " data sectors ends past disk %u's "
 				       "total_blocks %" PRIu64, i, v->name, s, m->pba_of_lba0, n,
 				       m->slots[s].disk, d->total_blocks);
@@ -687,7 +652,7 @@ static int check_extents(const struct imsm_info *out, char *err, size_t errlen)
 				for (unsigned t = 0; t < mj->num_members && !shared; t++)
 					shared = m->slots[s].disk == mj->slots[t].disk;
 			if (shared && start[i] < start[j] + len[j] && start[j] < start[i] + len[i]) {
-				seterr(err, errlen, "IMSM: volumes %d and %d overlap on a shared disk "
+				fmt_err(err, errlen, "IMSM: volumes %d and %d overlap on a shared disk "
 				       "(sectors %" PRIu64 "+%" PRIu64 " and %" PRIu64 "+%" PRIu64 ")",
 				       j, i, start[j], len[j], start[i], len[i]);
 				return -EINVAL;
@@ -712,12 +677,12 @@ static int read_migr_record(const struct dev_reader *dev, struct imsm_info *out,
 	for (int i = 0; i < MR_SIZE; i++)
 		nonzero |= buf[i] != 0;
 	r->present = nonzero;
-	r->rec_status = le32(buf + MR_REC_STATUS);
+	r->rec_status = get_le32(buf + MR_REC_STATUS);
 	r->curr_migr_unit = join32(buf + MR_CURR_MIGR_UNIT_LO, buf + MR_CURR_MIGR_UNIT_HI);
-	r->family_num = le32(buf + MR_FAMILY_NUM);
-	r->ascending_migr = le32(buf + MR_ASCENDING_MIGR);
-	r->blocks_per_unit = le32(buf + MR_BLOCKS_PER_UNIT);
-	r->dest_depth_per_unit = le32(buf + MR_DEST_DEPTH_PER_UNIT);
+	r->family_num = get_le32(buf + MR_FAMILY_NUM);
+	r->ascending_migr = get_le32(buf + MR_ASCENDING_MIGR);
+	r->blocks_per_unit = get_le32(buf + MR_BLOCKS_PER_UNIT);
+	r->dest_depth_per_unit = get_le32(buf + MR_DEST_DEPTH_PER_UNIT);
 	r->ckpt_area_pba = join32(buf + MR_CKPT_AREA_PBA_LO, buf + MR_CKPT_AREA_PBA_HI);
 	r->dest_1st_member_lba = join32(buf + MR_DEST_1ST_MEMBER_LBA_LO,
 	                                buf + MR_DEST_1ST_MEMBER_LBA_HI);
@@ -752,7 +717,7 @@ static int load_mpb(const struct dev_reader *dev, unsigned flags, struct imsm_in
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	if (!dev || !dev->read) {
-		seterr(err, errlen, "IMSM: no device reader");
+		fmt_err(err, errlen, "IMSM: no device reader");
 		return -EINVAL;
 	}
 	out->device_bytes = dev->size;
@@ -771,7 +736,7 @@ static int load_mpb(const struct dev_reader *dev, unsigned flags, struct imsm_in
 			ss = 4096;
 	}
 	if (!ss) {
-		seterr(err, errlen, "IMSM: no anchor (\"%s\") in the second-to-last sector",
+		fmt_err(err, errlen, "IMSM: no anchor (\"%s\") in the second-to-last sector",
 		       imsm_signature);
 		return -ENOENT;
 	}
@@ -782,14 +747,14 @@ static int load_mpb(const struct dev_reader *dev, unsigned flags, struct imsm_in
 	/* the MPB: mpb_size bytes; sectors beyond the first sit before the anchor */
 	min_size = SB_DISK_TABLE + (uint32_t)DISK_SIZE * (uint32_t)out->num_disks;
 	if (out->mpb_size < SB_DISK_TABLE + DISK_SIZE || out->mpb_size > IMSM_MAX_MPB_BYTES) {
-		seterr(err, errlen, "IMSM: mpb_size %u out of range (%d..%d)", out->mpb_size,
+		fmt_err(err, errlen, "IMSM: mpb_size %u out of range (%d..%d)", out->mpb_size,
 		       SB_DISK_TABLE + DISK_SIZE, IMSM_MAX_MPB_BYTES);
 		return -EINVAL;
 	}
 	sectors = (out->mpb_size + ss - 1) / ss;
 	out->mpb_sectors = sectors;
 	if ((uint64_t)(sectors + 1) * ss > dev->size) {
-		seterr(err, errlen, "IMSM: mpb_size %u needs %u sectors before the last one, more "
+		fmt_err(err, errlen, "IMSM: mpb_size %u needs %u sectors before the last one, more "
 		       "than the device has (%" PRIu64 " bytes)", out->mpb_size, sectors,
 		       dev->size);
 		return -EINVAL;
@@ -798,7 +763,7 @@ static int load_mpb(const struct dev_reader *dev, unsigned flags, struct imsm_in
 	out->mpb_offset = sectors > 1 ? cont_off : out->anchor_offset;
 	mpb = calloc(1, (size_t)sectors * ss);
 	if (!mpb) {
-		seterr(err, errlen, "IMSM: out of memory for a %u-byte MPB", out->mpb_size);
+		fmt_err(err, errlen, "IMSM: out of memory for a %u-byte MPB", out->mpb_size);
 		return -ENOMEM;
 	}
 	memcpy(mpb, anchor, ss);
@@ -812,7 +777,7 @@ static int load_mpb(const struct dev_reader *dev, unsigned flags, struct imsm_in
 	out->checksum_computed = mpb_checksum(mpb, out->mpb_size);
 	out->checksum_ok = out->checksum_computed == out->checksum_stored;
 	if (!out->checksum_ok && !(flags & IMSM_PARSE_IGNORE_CHECKSUM)) {
-		seterr(err, errlen, "IMSM: MPB checksum 0x%08x, computed 0x%08x: damaged metadata",
+		fmt_err(err, errlen, "IMSM: MPB checksum 0x%08x, computed 0x%08x: damaged metadata",
 		       out->checksum_stored, out->checksum_computed);
 		rc = -EBADMSG;
 		goto out_free;
@@ -829,27 +794,27 @@ static int load_mpb(const struct dev_reader *dev, unsigned flags, struct imsm_in
 	}
 
 	if (out->num_disks == 0) {
-		seterr(err, errlen, "IMSM: num_disks 0 (a container lists at least its own disk)");
+		fmt_err(err, errlen, "IMSM: num_disks 0 (a container lists at least its own disk)");
 		rc = -EINVAL;
 		goto out_free;
 	}
 	if (min_size > out->mpb_size) {
-		seterr(err, errlen, "IMSM: mpb_size %u too small for num_disks %d (disk table ends "
+		fmt_err(err, errlen, "IMSM: mpb_size %u too small for num_disks %d (disk table ends "
 		       "at %u)", out->mpb_size, out->num_disks, min_size);
 		rc = -EINVAL;
 		goto out_free;
 	}
 	if (out->num_volumes > IMSM_MAX_VOLUMES) {
-		seterr(err, errlen, "IMSM: num_raid_devs %d exceeds this parser's limit %d",
+		fmt_err(err, errlen, "IMSM: num_raid_devs %d exceeds this parser's limit %d",
 		       out->num_volumes, IMSM_MAX_VOLUMES);
 		rc = -E2BIG;
 		goto out_free;
 	}
 	parse_disks(out, mpb);
 
-	bbm_size = le32(mpb + SB_BBM_LOG_SIZE);
+	bbm_size = get_le32(mpb + SB_BBM_LOG_SIZE);
 	if (bbm_size > out->mpb_size - min_size) {
-		seterr(err, errlen, "IMSM: bbm_log_size %u does not fit in mpb_size %u after the "
+		fmt_err(err, errlen, "IMSM: bbm_log_size %u does not fit in mpb_size %u after the "
 		       "disk table (%u bytes)", bbm_size, out->mpb_size, min_size);
 		rc = -EINVAL;
 		goto out_free;
@@ -1211,19 +1176,19 @@ static int probe_imsm(const struct dev_reader *dev, struct format_found *out, ch
 
 	memset(out, 0, sizeof(*out));
 	if (!in) {
-		seterr(err, errlen, "IMSM: out of memory");
+		fmt_err(err, errlen, "IMSM: out of memory");
 		return -ENOMEM;
 	}
 	rc = imsm_parse(dev, in, err, errlen);
 	if (rc)
 		goto out;
 	if (in->num_volumes == 0) {
-		seterr(err, errlen, "IMSM container %s holds no volume (a spare disk)", in->uuid_str);
+		fmt_err(err, errlen, "IMSM container %s holds no volume (a spare disk)", in->uuid_str);
 		rc = -ENOENT;
 		goto out;
 	}
 	if (in->num_volumes > FORMAT_MAX_VOLUMES) {
-		seterr(err, errlen, "IMSM: num_raid_devs %d: more volumes than the %d raidimg reads", in->num_volumes,
+		fmt_err(err, errlen, "IMSM: num_raid_devs %d: more volumes than the %d raidimg reads", in->num_volumes,
 		       FORMAT_MAX_VOLUMES);
 		rc = -E2BIG;
 		goto out;
@@ -1292,8 +1257,8 @@ static void map_restate(uint8_t *map, const uint8_t *mpb)
 	int n = map[MAP_NUM_MEMBERS], bad = -1;
 
 	for (int s = 0; s < n && bad < 0; s++) {
-		uint32_t ord = le32(map + MAP_ORD_TBL + 4 * s);
-		uint32_t status = le32(mpb + SB_DISK_TABLE + DISK_SIZE * (ord & 0xffffff) + DISK_STATUS);
+		uint32_t ord = get_le32(map + MAP_ORD_TBL + 4 * s);
+		uint32_t status = get_le32(mpb + SB_DISK_TABLE + DISK_SIZE * (ord & 0xffffff) + DISK_STATUS);
 
 		if ((ord & ORD_REBUILD) || (status & IMSM_DISK_FAILED))
 			bad = s;
@@ -1315,7 +1280,7 @@ static int replace_imsm(const struct dev_reader *tmpl, const struct member_meta 
 	uint32_t ss, status;
 
 	if (!in) {
-		seterr(err, errlen, "IMSM: out of memory");
+		fmt_err(err, errlen, "IMSM: out of memory");
 		return -ENOMEM;
 	}
 	rc = load_mpb(tmpl, 0, in, &mpb, err, errlen);
@@ -1324,36 +1289,36 @@ static int replace_imsm(const struct dev_reader *tmpl, const struct member_meta 
 	ss = in->sector_size;
 	rc = -EINVAL;
 	if (vi < 0 || vi >= in->num_volumes || m->role < 0 || m->role >= in->volumes[vi].num_members) {
-		seterr(err, errlen, "IMSM: no slot %d in volume %d", m->role, vi);
+		fmt_err(err, errlen, "IMSM: no slot %d in volume %d", m->role, vi);
 		goto out;
 	}
 	if (in->volumes[vi].migr_state) {
-		seterr(err, errlen, "IMSM: volume %d is migrating: a replacement cannot be written", vi);
+		fmt_err(err, errlen, "IMSM: volume %d is migrating: a replacement cannot be written", vi);
 		goto out;
 	}
 	if (imsm_serial_normalize(id, serial) == 0) {
-		seterr(err, errlen, "IMSM: the new member needs a drive serial (none could be made of '%s')",
+		fmt_err(err, errlen, "IMSM: the new member needs a drive serial (none could be made of '%s')",
 		       id ? id : "");
 		goto out;
 	}
 	d = in->volumes[vi].maps[0].slots[m->role].disk;
 	for (int e = 0; e < in->num_disks; e++) {
 		if (e != d && serial_eq(in->disks[e].serial, serial)) {
-			seterr(err, errlen, "IMSM: serial '%.16s' is already disk %d's in the disk table: the new "
+			fmt_err(err, errlen, "IMSM: serial '%.16s' is already disk %d's in the disk table: the new "
 			       "member needs a serial of its own", (const char *)serial, e);
 			goto out;
 		}
 	}
 	if ((uint64_t)(in->mpb_sectors + 1) * ss > size) {
-		seterr(err, errlen, "IMSM: an image of %" PRIu64 " bytes cannot hold the metadata", size);
+		fmt_err(err, errlen, "IMSM: an image of %" PRIu64 " bytes cannot hold the metadata", size);
 		goto out;
 	}
 	/* the disk: the new serial, configured and in use */
 	disk = mpb + SB_DISK_TABLE + DISK_SIZE * d;
 	memcpy(disk + DISK_SERIAL, serial, IMSM_SERIAL_LEN);
-	if (le32(disk + DISK_SCSI_ID) == 0xffffffffu)
+	if (get_le32(disk + DISK_SCSI_ID) == 0xffffffffu)
 		put_le32(disk + DISK_SCSI_ID, 0);
-	status = le32(disk + DISK_STATUS);
+	status = get_le32(disk + DISK_STATUS);
 	put_le32(disk + DISK_STATUS, (status & ~(uint32_t)(IMSM_DISK_FAILED | IMSM_DISK_SPARE)) | IMSM_DISK_CONFIGURED);
 	/* in sync in this volume; its data in the others is not written:
 	 * out of sync there (md rebuilds it) */
@@ -1361,7 +1326,7 @@ static int replace_imsm(const struct dev_reader *tmpl, const struct member_meta 
 		uint8_t *map = mpb + map0_offset(mpb, in, i);
 
 		for (int s = 0; s < map[MAP_NUM_MEMBERS]; s++) {
-			uint32_t ord = le32(map + MAP_ORD_TBL + 4 * s);
+			uint32_t ord = get_le32(map + MAP_ORD_TBL + 4 * s);
 
 			if ((ord & 0xffffff) != (uint32_t)d)
 				continue;
@@ -1376,7 +1341,7 @@ static int replace_imsm(const struct dev_reader *tmpl, const struct member_meta 
 	if (!rc && in->mpb_sectors > 1)
 		rc = put(ctx, mpb + ss, (size_t)(in->mpb_sectors - 1) * ss, size - (uint64_t)(in->mpb_sectors + 1) * ss);
 	if (rc)
-		seterr(err, errlen, "IMSM: writing the metadata: %s", strerror(-rc));
+		fmt_err(err, errlen, "IMSM: writing the metadata: %s", strerror(-rc));
 out:
 	free(mpb);
 	free(in);

@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "crc32.h"
+#include "le.h"
 #include "parttable.h"
+#include "util.h"
 
 #define MBR_SIG_OFF 510
 #define MBR_PT_OFF 0x1be
@@ -34,34 +36,6 @@ struct pctx {
 	char *err;
 	size_t errlen;
 };
-
-static uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return (uint64_t)le32(p) | ((uint64_t)le32(p + 4) << 32);
-}
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static void warn(struct pt_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct pt_table *t, const char *fmt, ...)
@@ -92,7 +66,7 @@ void pt_guid_to_str(const uint8_t g[16], char *out, size_t outlen)
 {
 	snprintf(out, outlen,
 		 "%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X",
-		 le32(g), le16(g + 4), le16(g + 6), g[8], g[9],
+		 get_le32(g), get_le16(g + 4), get_le16(g + 6), g[8], g[9],
 		 g[10], g[11], g[12], g[13], g[14], g[15]);
 }
 
@@ -171,7 +145,7 @@ static int add_part(struct pctx *c, const struct pt_part *p)
 	struct pt_table *t = c->t;
 
 	if (t->nparts >= PT_MAX_PARTS) {
-		seterr(c->err, c->errlen, "more than %d partitions: refusing the table", PT_MAX_PARTS);
+		fmt_err(c->err, c->errlen, "more than %d partitions: refusing the table", PT_MAX_PARTS);
 		return -EINVAL;
 	}
 	if (t->nparts == c->cap) {
@@ -179,7 +153,7 @@ static int add_part(struct pctx *c, const struct pt_part *p)
 		struct pt_part *np = realloc(t->parts, ncap * sizeof(*np));
 
 		if (!np) {
-			seterr(c->err, c->errlen, "out of memory");
+			fmt_err(c->err, c->errlen, "out of memory");
 			return -ENOMEM;
 		}
 		t->parts = np;
@@ -207,7 +181,7 @@ static int set_range(struct pctx *c, struct pt_part *p, uint64_t first, uint64_t
 			     (unsigned long long)c->nsect);
 			return 0;
 		}
-		seterr(c->err, c->errlen,
+		fmt_err(c->err, c->errlen,
 		       "%s (LBA %llu-%llu) reaches past the end of the image (%llu sectors of %u bytes)",
 		       what, (unsigned long long)first, (unsigned long long)last,
 		       (unsigned long long)c->nsect, c->ss);
@@ -246,7 +220,7 @@ static int check_overlaps(struct pctx *c, int which)
 		return 0;
 	v = malloc(t->nparts * sizeof(*v));
 	if (!v) {
-		seterr(c->err, c->errlen, "out of memory");
+		fmt_err(c->err, c->errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < t->nparts; i++) {
@@ -263,7 +237,7 @@ static int check_overlaps(struct pctx *c, int which)
 		/* v sorted by start: compare with the one ending last so far is
 		 * enough to find an overlap; the previous one is reported. */
 		if (v[i]->first_lba <= v[i - 1]->last_lba) {
-			seterr(c->err, c->errlen,
+			fmt_err(c->err, c->errlen,
 			       "partitions %u (LBA %llu-%llu) and %u (LBA %llu-%llu) overlap",
 			       v[i - 1]->number, (unsigned long long)v[i - 1]->first_lba,
 			       (unsigned long long)v[i - 1]->last_lba, v[i]->number,
@@ -289,8 +263,8 @@ static void mbr_entry_get(const uint8_t *sec, int i, struct mbr_entry *e)
 
 	e->boot = p[0];
 	e->type = p[4];
-	e->start = le32(p + 8);
-	e->count = le32(p + 12);
+	e->start = get_le32(p + 8);
+	e->count = get_le32(p + 12);
 }
 
 static void mbr_fill_type(struct pt_part *p, uint8_t type)
@@ -318,14 +292,14 @@ static int mbr_parse_extended(struct pctx *c, unsigned ext_no, uint64_t ext_firs
 		int i;
 
 		if (links >= PT_MAX_EBRS) {
-			seterr(c->err, c->errlen,
+			fmt_err(c->err, c->errlen,
 			       "extended partition %u: EBR chain longer than %d links: refusing it",
 			       ext_no, PT_MAX_EBRS);
 			return -EINVAL;
 		}
 		for (unsigned k = 0; k < links; k++) {
 			if (visited[k] == ebr) {
-				seterr(c->err, c->errlen,
+				fmt_err(c->err, c->errlen,
 				       "extended partition %u: EBR chain loops: link %u goes back to the EBR at LBA %llu (link %u)",
 				       ext_no, links, (unsigned long long)ebr, k);
 				return -EINVAL;
@@ -338,14 +312,14 @@ static int mbr_parse_extended(struct pctx *c, unsigned ext_no, uint64_t ext_firs
 				     ext_no, (unsigned long long)ebr);
 				return 0;
 			}
-			seterr(c->err, c->errlen,
+			fmt_err(c->err, c->errlen,
 			       "extended partition %u: EBR at LBA %llu is past the end of the image (%llu sectors)",
 			       ext_no, (unsigned long long)ebr, (unsigned long long)c->nsect);
 			return -EINVAL;
 		}
 		ret = rd(c->dev, sec, sizeof(sec), ebr * c->ss);
 		if (ret) {
-			seterr(c->err, c->errlen, "extended partition %u: reading the EBR at LBA %llu: %s",
+			fmt_err(c->err, c->errlen, "extended partition %u: reading the EBR at LBA %llu: %s",
 			       ext_no, (unsigned long long)ebr, strerror(-ret));
 			return ret;
 		}
@@ -380,11 +354,11 @@ static int mbr_parse_extended(struct pctx *c, unsigned ext_no, uint64_t ext_firs
 			snprintf(what, sizeof(what), "logical partition %u (EBR at LBA %llu, entry %d)",
 				 p.number, (unsigned long long)ebr, i + 1);
 			if (e.start == 0) {
-				seterr(c->err, c->errlen, "%s starts on its own EBR (relative start 0)", what);
+				fmt_err(c->err, c->errlen, "%s starts on its own EBR (relative start 0)", what);
 				return -EINVAL;
 			}
 			if (first + e.count > ext_end) {
-				seterr(c->err, c->errlen,
+				fmt_err(c->err, c->errlen,
 				       "%s (LBA %llu-%llu) reaches past the end of extended partition %u (LBA %llu-%llu)",
 				       what, (unsigned long long)first,
 				       (unsigned long long)(first + e.count - 1), ext_no,
@@ -408,7 +382,7 @@ static int mbr_parse_extended(struct pctx *c, unsigned ext_no, uint64_t ext_firs
 			return 0;
 		if (e.start == 0 || ext_first + e.start >= ext_end ||
 		    ext_first + e.start + e.count > ext_end) {
-			seterr(c->err, c->errlen,
+			fmt_err(c->err, c->errlen,
 			       "extended partition %u: EBR at LBA %llu links to LBA %llu (%u sectors), outside the extended partition (LBA %llu-%llu)",
 			       ext_no, (unsigned long long)ebr,
 			       (unsigned long long)(ext_first + e.start), e.count,
@@ -443,7 +417,7 @@ static int mbr_parse(struct pctx *c, const uint8_t *sec)
 		snprintf(what, sizeof(what), "%s partition %u",
 			 p.is_extended ? "extended" : "primary", p.number);
 		if (e.start == 0) {
-			seterr(c->err, c->errlen, "%s starts at LBA 0, on the MBR itself", what);
+			fmt_err(c->err, c->errlen, "%s starts at LBA 0, on the MBR itself", what);
 			return -EINVAL;
 		}
 		ret = set_range(c, &p, e.start, e.count, what);
@@ -491,117 +465,117 @@ static int gpt_read_header(struct pctx *c, uint64_t lba, bool primary, struct gp
 	h->lba = lba;
 	*sig_seen = false;
 	if (lba >= c->nsect) {
-		seterr(why, whylen, "LBA %llu is past the end of the image", (unsigned long long)lba);
+		fmt_err(why, whylen, "LBA %llu is past the end of the image", (unsigned long long)lba);
 		return -EINVAL;
 	}
 	ret = rd(c->dev, sec, c->ss, lba * c->ss);
 	if (ret) {
-		seterr(why, whylen, "reading LBA %llu: %s", (unsigned long long)lba, strerror(-ret));
+		fmt_err(why, whylen, "reading LBA %llu: %s", (unsigned long long)lba, strerror(-ret));
 		return ret;
 	}
 	if (memcmp(sec, "EFI PART", 8)) {
-		seterr(why, whylen, "no \"EFI PART\" signature at LBA %llu", (unsigned long long)lba);
+		fmt_err(why, whylen, "no \"EFI PART\" signature at LBA %llu", (unsigned long long)lba);
 		return -EINVAL;
 	}
 	*sig_seen = true;
-	h->revision = le32(sec + 8);
-	h->hdr_size = le32(sec + 12);
-	h->hdr_crc = le32(sec + 16);
-	h->my_lba = le64(sec + 24);
-	h->alt_lba = le64(sec + 32);
-	h->first_usable = le64(sec + 40);
-	h->last_usable = le64(sec + 48);
+	h->revision = get_le32(sec + 8);
+	h->hdr_size = get_le32(sec + 12);
+	h->hdr_crc = get_le32(sec + 16);
+	h->my_lba = get_le64(sec + 24);
+	h->alt_lba = get_le64(sec + 32);
+	h->first_usable = get_le64(sec + 40);
+	h->last_usable = get_le64(sec + 48);
 	memcpy(h->disk_guid, sec + 56, 16);
-	h->entries_lba = le64(sec + 72);
-	h->nentries = le32(sec + 80);
-	h->entry_size = le32(sec + 84);
-	h->entries_crc = le32(sec + 88);
+	h->entries_lba = get_le64(sec + 72);
+	h->nentries = get_le32(sec + 80);
+	h->entry_size = get_le32(sec + 84);
+	h->entries_crc = get_le32(sec + 88);
 
 	if (h->hdr_size < GPT_HDR_MIN || h->hdr_size > c->ss) {
-		seterr(why, whylen, "HeaderSize %u is not within %d..%u", h->hdr_size, GPT_HDR_MIN, c->ss);
+		fmt_err(why, whylen, "HeaderSize %u is not within %d..%u", h->hdr_size, GPT_HDR_MIN, c->ss);
 		return -EINVAL;
 	}
 	memset(sec + 16, 0, 4);
 	crc = crc32_update(0, sec, h->hdr_size);
 	if (crc != h->hdr_crc) {
-		seterr(why, whylen, "HeaderCRC32 0x%08x, computed 0x%08x: damaged header", h->hdr_crc, crc);
+		fmt_err(why, whylen, "HeaderCRC32 0x%08x, computed 0x%08x: damaged header", h->hdr_crc, crc);
 		return -EINVAL;
 	}
 	if (h->my_lba != lba) {
-		seterr(why, whylen, "MyLBA %llu, but the header is at LBA %llu",
+		fmt_err(why, whylen, "MyLBA %llu, but the header is at LBA %llu",
 		       (unsigned long long)h->my_lba, (unsigned long long)lba);
 		return -EINVAL;
 	}
 	if (h->first_usable > h->last_usable) {
-		seterr(why, whylen, "FirstUsableLBA %llu > LastUsableLBA %llu",
+		fmt_err(why, whylen, "FirstUsableLBA %llu > LastUsableLBA %llu",
 		       (unsigned long long)h->first_usable, (unsigned long long)h->last_usable);
 		return -EINVAL;
 	}
 	if (h->last_usable > last_lba && !(c->flags & PT_ALLOW_TRUNCATED)) {
-		seterr(why, whylen, "LastUsableLBA %llu is past the last LBA of the image (%llu)",
+		fmt_err(why, whylen, "LastUsableLBA %llu is past the last LBA of the image (%llu)",
 		       (unsigned long long)h->last_usable, (unsigned long long)last_lba);
 		return -EINVAL;
 	}
 	if (h->entry_size < 128 || h->entry_size > GPT_SECTOR_MAX ||
 	    (h->entry_size & (h->entry_size - 1))) {
-		seterr(why, whylen, "SizeOfPartitionEntry %u is not 128 x 2^n (<= %d)",
+		fmt_err(why, whylen, "SizeOfPartitionEntry %u is not 128 x 2^n (<= %d)",
 		       h->entry_size, GPT_SECTOR_MAX);
 		return -EINVAL;
 	}
 	if (h->nentries > PT_MAX_GPT_ENTRIES) {
-		seterr(why, whylen, "NumberOfPartitionEntries %u is more than %d",
+		fmt_err(why, whylen, "NumberOfPartitionEntries %u is more than %d",
 		       h->nentries, PT_MAX_GPT_ENTRIES);
 		return -EINVAL;
 	}
 	arr_bytes = (uint64_t)h->nentries * h->entry_size;
 	if (arr_bytes > PT_MAX_GPT_ARRAY) {
-		seterr(why, whylen, "partition entry array of %llu bytes (%u x %u) is larger than %u",
+		fmt_err(why, whylen, "partition entry array of %llu bytes (%u x %u) is larger than %u",
 		       (unsigned long long)arr_bytes, h->nentries, h->entry_size, PT_MAX_GPT_ARRAY);
 		return -EINVAL;
 	}
 	arr_sectors = (arr_bytes + c->ss - 1) / c->ss;
 	if (h->entries_lba < 1 || h->entries_lba > last_lba || arr_sectors > c->nsect - h->entries_lba) {
-		seterr(why, whylen, "PartitionEntryLBA %llu (%llu sectors) is not within the image (LBA 1-%llu)",
+		fmt_err(why, whylen, "PartitionEntryLBA %llu (%llu sectors) is not within the image (LBA 1-%llu)",
 		       (unsigned long long)h->entries_lba, (unsigned long long)arr_sectors,
 		       (unsigned long long)last_lba);
 		return -EINVAL;
 	}
 	arr_end = h->entries_lba + arr_sectors;   /* exclusive */
 	if (arr_sectors && lba >= h->entries_lba && lba < arr_end) {
-		seterr(why, whylen, "the partition entry array (LBA %llu-%llu) covers the header",
+		fmt_err(why, whylen, "the partition entry array (LBA %llu-%llu) covers the header",
 		       (unsigned long long)h->entries_lba, (unsigned long long)(arr_end - 1));
 		return -EINVAL;
 	}
 	if (arr_sectors && h->entries_lba <= h->last_usable && arr_end > h->first_usable) {
-		seterr(why, whylen, "the partition entry array (LBA %llu-%llu) overlaps the usable LBAs %llu-%llu",
+		fmt_err(why, whylen, "the partition entry array (LBA %llu-%llu) overlaps the usable LBAs %llu-%llu",
 		       (unsigned long long)h->entries_lba, (unsigned long long)(arr_end - 1),
 		       (unsigned long long)h->first_usable, (unsigned long long)h->last_usable);
 		return -EINVAL;
 	}
 	if (primary && (h->first_usable <= lba)) {
-		seterr(why, whylen, "FirstUsableLBA %llu is not after the header", (unsigned long long)h->first_usable);
+		fmt_err(why, whylen, "FirstUsableLBA %llu is not after the header", (unsigned long long)h->first_usable);
 		return -EINVAL;
 	}
 	if (!primary && h->last_usable >= lba) {
-		seterr(why, whylen, "LastUsableLBA %llu is not before the backup header", (unsigned long long)h->last_usable);
+		fmt_err(why, whylen, "LastUsableLBA %llu is not before the backup header", (unsigned long long)h->last_usable);
 		return -EINVAL;
 	}
 	if (arr_bytes) {
 		h->entries = malloc(arr_bytes);
 		if (!h->entries) {
-			seterr(why, whylen, "out of memory");
+			fmt_err(why, whylen, "out of memory");
 			return -ENOMEM;
 		}
 		ret = rd(c->dev, h->entries, arr_bytes, h->entries_lba * c->ss);
 		if (ret) {
-			seterr(why, whylen, "reading the partition entry array at LBA %llu: %s",
+			fmt_err(why, whylen, "reading the partition entry array at LBA %llu: %s",
 			       (unsigned long long)h->entries_lba, strerror(-ret));
 			goto fail;
 		}
 	}
 	crc = crc32_update(0, h->entries, arr_bytes);
 	if (crc != h->entries_crc) {
-		seterr(why, whylen, "PartitionEntryArrayCRC32 0x%08x, computed 0x%08x: damaged entry array at LBA %llu",
+		fmt_err(why, whylen, "PartitionEntryArrayCRC32 0x%08x, computed 0x%08x: damaged entry array at LBA %llu",
 		       h->entries_crc, crc, (unsigned long long)h->entries_lba);
 		ret = -EINVAL;
 		goto fail;
@@ -619,14 +593,14 @@ static void utf16le_to_utf8(const uint8_t *in, unsigned n, char *out, size_t out
 	size_t o = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t cp = le16(in + 2 * i);
+		uint32_t cp = get_le16(in + 2 * i);
 		char tmp[4];
 		size_t k;
 
 		if (!cp)
 			break;
 		if (cp >= 0xd800 && cp <= 0xdbff && i + 1 < n) {
-			uint32_t lo = le16(in + 2 * (i + 1));
+			uint32_t lo = get_le16(in + 2 * (i + 1));
 
 			if (lo >= 0xdc00 && lo <= 0xdfff) {
 				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
@@ -684,22 +658,22 @@ static int gpt_entries_to_parts(struct pctx *c, const struct gpt_hdr *h)
 		p.number = i + 1;
 		memcpy(p.type_guid, e, 16);
 		memcpy(p.part_guid, e + 16, 16);
-		first = le64(e + 32);
-		last = le64(e + 40);
-		p.gpt_attributes = le64(e + 48);
+		first = get_le64(e + 32);
+		last = get_le64(e + 40);
+		p.gpt_attributes = get_le64(e + 48);
 		pt_guid_to_str(p.type_guid, p.type, sizeof(p.type));
 		p.type_name = gpt_type_name(p.type);
 		p.is_linux_raid = !strcmp(p.type, "A19D880F-05FC-4D3B-A006-743F0F84911E");
 		utf16le_to_utf8(e + 56, 36, p.name, sizeof(p.name));
 		snprintf(what, sizeof(what), "GPT partition %u", p.number);
 		if (last < first) {
-			seterr(c->err, c->errlen, "%s: EndingLBA %llu < StartingLBA %llu", what,
+			fmt_err(c->err, c->errlen, "%s: EndingLBA %llu < StartingLBA %llu", what,
 			       (unsigned long long)last, (unsigned long long)first);
 			return -EINVAL;
 		}
 		if (first > UINT64_MAX / 4 / c->ss || last > UINT64_MAX / 4 / c->ss) {
 			/* keeps byte offsets from overflowing; set_range checks the rest */
-			seterr(c->err, c->errlen,
+			fmt_err(c->err, c->errlen,
 			       "%s (LBA %llu-%llu) reaches past the end of the image (%llu sectors of %u bytes)",
 			       what, (unsigned long long)first, (unsigned long long)last,
 			       (unsigned long long)c->nsect, c->ss);
@@ -709,7 +683,7 @@ static int gpt_entries_to_parts(struct pctx *c, const struct gpt_hdr *h)
 		if (ret)
 			return ret;
 		if (first < h->first_usable || last > h->last_usable) {
-			seterr(c->err, c->errlen, "%s (LBA %llu-%llu) is outside the usable LBAs %llu-%llu",
+			fmt_err(c->err, c->errlen, "%s (LBA %llu-%llu) is outside the usable LBAs %llu-%llu",
 			       what, (unsigned long long)first, (unsigned long long)last,
 			       (unsigned long long)h->first_usable, (unsigned long long)h->last_usable);
 			return -EINVAL;
@@ -739,7 +713,7 @@ static int gpt_parse(struct pctx *c)
 		return -ENOENT;
 	rp = gpt_read_header(c, 1, true, &pri, &sig_p, why_p, sizeof(why_p));
 	if (rp == -ENOMEM) {
-		seterr(c->err, c->errlen, "out of memory");
+		fmt_err(c->err, c->errlen, "out of memory");
 		return rp;
 	}
 	bak_lba = c->nsect - 1;
@@ -749,13 +723,13 @@ static int gpt_parse(struct pctx *c)
 	rb = gpt_read_header(c, bak_lba, false, &bak, &sig_b, why_b, sizeof(why_b));
 	if (rb == -ENOMEM) {
 		free(pri.entries);
-		seterr(c->err, c->errlen, "out of memory");
+		fmt_err(c->err, c->errlen, "out of memory");
 		return rb;
 	}
 	if (rp && rb) {
 		if (!sig_p && !sig_b)
 			return -ENOENT;
-		seterr(c->err, c->errlen, "GPT: no usable header: primary (LBA 1): %s; backup (LBA %llu): %s",
+		fmt_err(c->err, c->errlen, "GPT: no usable header: primary (LBA 1): %s; backup (LBA %llu): %s",
 		       why_p, (unsigned long long)bak_lba, why_b);
 		return rp == -EINVAL ? rb : rp;
 	}
@@ -819,7 +793,7 @@ int pt_parse(const struct dev_reader *dev, unsigned sector_size, int flags,
 
 	memset(out, 0, sizeof(*out));
 	if (sector_size && sector_size != 512 && sector_size != 4096) {
-		seterr(err, errlen, "sector size %u: only 512 and 4096 are supported", sector_size);
+		fmt_err(err, errlen, "sector size %u: only 512 and 4096 are supported", sector_size);
 		return -EINVAL;
 	}
 	memset(&c, 0, sizeof(c));
@@ -834,7 +808,7 @@ int pt_parse(const struct dev_reader *dev, unsigned sector_size, int flags,
 	}
 	ret = rd(dev, mbr, sizeof(mbr), 0);
 	if (ret) {
-		seterr(err, errlen, "reading sector 0: %s", strerror(-ret));
+		fmt_err(err, errlen, "reading sector 0: %s", strerror(-ret));
 		return ret;
 	}
 	mbr_sig = mbr[MBR_SIG_OFF] == 0x55 && mbr[MBR_SIG_OFF + 1] == 0xaa;
@@ -892,7 +866,7 @@ int pt_parse(const struct dev_reader *dev, unsigned sector_size, int flags,
 		}
 		if (pmbr) {
 			pt_table_free(out);
-			seterr(err, errlen,
+			fmt_err(err, errlen,
 			       "protective MBR (type 0xEE in entry %d) but no GPT header at LBA 1 nor at the last LBA",
 			       ee_slot + 1);
 			return -EINVAL;
@@ -908,7 +882,7 @@ int pt_parse(const struct dev_reader *dev, unsigned sector_size, int flags,
 	c.ss = sector_size ? sector_size : 512;
 	c.nsect = dev->size / c.ss;
 	out->sector_size = c.ss;
-	out->mbr_disk_id = le32(mbr + MBR_DISKID_OFF);
+	out->mbr_disk_id = get_le32(mbr + MBR_DISKID_OFF);
 	if (has_gpt_sig(dev, c.ss))
 		warn(out, "a GPT signature at LBA 1 is ignored: the MBR has no protective 0xEE entry (stale GPT?)");
 	ret = mbr_parse(&c, mbr);
