@@ -48,6 +48,24 @@ fresh $i
 poke "$W/$i/member0.img" $((anchor + 0x38)) 09                   # num_disks 9: the volume read from the disk table
 "$FIX" imsm "$W/$i/member0.img"
 expect_fail "IMSM: num_disks past the MPB" "member0.img: IMSM: .*(mpb_size|num_raid_devs|num_disks)" "$RAIDIMG" cat "$W/$i"/*.img
+# a volume in the middle of a migration (a rebuild, then a reshape: a
+# second map after the first, as mdadm writes it): refused, saying which
+fresh $i
+for k in 0 1 2 3; do
+	f=$W/$i/member$k.img
+	dd if="$f" of="$f" bs=1 skip=$((cont + 8)) seek=$((cont + 72)) count=64 conv=notrunc status=none
+	put_le "$f" $((anchor + 0x24)) 4 648                          # mpb_size: the second map
+	poke "$f" $((anchor + 408 + 88)) 0101                           # migr_state 1, migr_type 1 (rebuild)
+	"$FIX" imsm "$f"
+done
+expect_fail "IMSM: a rebuild migration in progress" \
+	"member[0-3].img: imsm volume 'Volume0' cannot be read: migration in progress: rebuild" "$RAIDIMG" cat "$W/$i"/*.img
+for k in 0 1 2 3; do poke "$W/$i/member$k.img" $((anchor + 408 + 89)) 03; "$FIX" imsm "$W/$i/member$k.img"; done
+expect_fail "IMSM: a general migration (reshape) in progress" \
+	"cannot be read: migration in progress: general migration \(reshape\) from RAID5, 4 members, 64 KiB chunk to RAID5" \
+	"$RAIDIMG" scrub "$W/$i"/*.img
+"$RAIDIMG" examine "$W/$i"/*.img >"$TMP/ex" 2>&1
+check "IMSM: examine says the migration" grep -q "not readable   : migration in progress: general migration" "$TMP/ex"
 # a stale member: its metadata two generations behind the others
 fresh $i
 gen=$(od -An -t u4 -j $((anchor + 0x2c)) -N4 "$W/$i/member3.img" | tr -d ' ')
