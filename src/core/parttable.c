@@ -861,7 +861,8 @@ int pt_parse(const struct dev_reader *dev, unsigned sector_size, int flags,
 			} else {
 				warn(out, "GPT header found but no protective MBR (type 0xEE) in sector 0");
 			}
-			qsort(out->parts, out->nparts, sizeof(*out->parts), cmp_number);
+			if (out->nparts)
+				qsort(out->parts, out->nparts, sizeof(*out->parts), cmp_number);
 			return 0;
 		}
 		if (pmbr) {
@@ -890,6 +891,7 @@ int pt_parse(const struct dev_reader *dev, unsigned sector_size, int flags,
 		pt_table_free(out);
 		return ret;
 	}
-	qsort(out->parts, out->nparts, sizeof(*out->parts), cmp_number);
+	if (out->nparts)        /* qsort wants a buffer even for none */
+		qsort(out->parts, out->nparts, sizeof(*out->parts), cmp_number);
 	return 0;
 }
