@@ -25,6 +25,23 @@ check "IMSM --serial: the record names the serials and the array" test \
 	"$(jq -r '[(.assembly.serials | length), .assembly.array, .members[0].placed_by] | map(tostring) | join(" ")' "$TMP/r1.json")" = \
 	"4 $(emf $i '.volumes[0].uuid') serial 'member0' from --serial"
 check "IMSM --serial: replay" "$RAIDIMG" replay "$TMP/r1.json"
+# a new disk for a container of two volumes: written for the volume read,
+# out of sync in the other (md would rebuild it there); both still read right
+mkdir -p "$TMP/rb"
+"$RAIDIMG" rebuild --array Volume0 --role 2 -o "$TMP/rb/member2.img" "$d/member0.img" "$d/member1.img" \
+	"$d/member3.img" >"$TMP/out" 2>"$TMP/err"
+check "IMSM 2 volumes: rebuild role 2 of Volume0" grep -q "only volume 0 ('Volume0') is written" "$TMP/err"
+set -- "$d/member0.img" "$d/member1.img" "$TMP/rb/member2.img" "$d/member3.img"
+"$RAIDIMG" examine --json --array Volume0 "$@" >"$TMP/ex.json" 2>/dev/null
+check "IMSM 2 volumes: Volume0 complete with the new disk" test "$(jq -r '.array.verdict + " " + .array.members[2].state' "$TMP/ex.json")" = "complete active"
+check "IMSM 2 volumes: Volume0 reads the same" test "$("$RAIDIMG" cat --array Volume0 "$@" 2>/dev/null | sha256sum | cut -d' ' -f1)" = \
+	"$(emf $i '.volumes[0].expected_sha256')"
+"$RAIDIMG" examine --json --array Volume1 "$@" >"$TMP/ex.json" 2>/dev/null
+check "IMSM 2 volumes: in Volume1 the new disk is out of sync (its own metadata says so)" test \
+	"$(jq -r '.array.verdict + " " + .array.members[2].state + " " + (.array.unused[0].note | tostring)' "$TMP/ex.json")" = \
+	"degraded missing faulty (not an active member)"
+check "IMSM 2 volumes: Volume1 reads the same (from parity)" test "$("$RAIDIMG" cat --array Volume1 "$@" 2>/dev/null | sha256sum | cut -d' ' -f1)" = \
+	"$(emf $i '.volumes[1].expected_sha256')"
 c=ddf-r6-ddfnc-5x40M-64K
 "$RAIDIMG" export --zstd --record "$TMP/r2.json" -o "$TMP/ddf.zst" "$(fixture_dir $c "$EXT")"/member*.img 2>"$TMP/err"
 check "DDF: export --zstd decompresses to the volume" test "$(zstd -dc "$TMP/ddf.zst" | sha256sum | cut -d' ' -f1)" = "$(emf $c .expected_sha256)"
