@@ -30,10 +30,18 @@ struct array_args {
 	{ "force", no_argument, NULL, GEOM_OPT_FORCE }, \
 	{ "reshape-position", required_argument, NULL, GEOM_OPT_RESHAPE_POS }, \
 	{ "map", required_argument, NULL, GEOM_OPT_MAP }, \
-	{ "no-maps", no_argument, NULL, GEOM_OPT_NO_MAPS }
+	{ "no-maps", no_argument, NULL, GEOM_OPT_NO_MAPS }, \
+	{ "array", required_argument, NULL, GEOM_OPT_ARRAY }, \
+	{ "serial", required_argument, NULL, GEOM_OPT_SERIAL }
 
 #define ARRAY_OPTIONS_HELP \
 "Array options (all commands that read an array):\n" \
+"  --array UUID|NAME    the array to read when the images hold several (a NAS:\n" \
+"                       arrays in partitions; a container with two volumes);\n" \
+"                       without it the only RAID4/5/6 one is read\n" \
+"  --serial IMAGE=SERIAL  the drive serial of an IMSM member image (IMSM places\n" \
+"                       members by serial; default: the image's file name\n" \
+"                       without .img/.zst...), repeatable\n" \
 "  --force              use stale or faulty-marked members, or a manual geometry\n" \
 "                       that disagrees with the md superblocks found (said loudly)\n" \
 "  --reshape-position SIZE  an array caught mid-reshape: read it as if md had\n" \
@@ -43,7 +51,7 @@ struct array_args {
 "                       (IMAGE.map or STEM.map beside an image is taken by itself,\n" \
 "                       and said)\n" \
 "  --no-maps            take no mapfile but those given with --map\n" \
-"  Manual geometry, for images without md metadata (--level turns it on):\n" \
+"  Manual geometry, for images without RAID metadata (--level turns it on):\n" \
 "  --level 4|5|6        RAID level (also raid4, raid5, raid6, as mdadm)\n" \
 "  --layout NAME|NUM    md layout (default left-symmetric), e.g. la, ra, ls, rs,\n" \
 "                       parity-first, parity-last, ddf-N-restart, left-symmetric-6\n" \

@@ -50,14 +50,11 @@ static bool has_device_uuid(const struct member_meta *m)
 	return memcmp(m->device_uuid, zero, 16) != 0;
 }
 
-/* One image as found on its own (before assembly). */
+/* One image's source, opened again for what the source itself says (the
+ * EWF case data; --hash: its stored hashes checked). */
 struct probed {
 	const char *path;
-	uint64_t size;
-	int ret;                 /* 0: metadata found; -ENOENT: none; else broken/unreadable */
-	char err[ERR_MAX];
-	struct member_meta meta;
-	struct source *src;      /* kept for the EWF case data and --hash; owned */
+	struct source *src;      /* NULL when it cannot be opened (the finding says why); owned */
 	int verify;              /* --hash of an EWF image: 1 stored hashes match, -1 not, 0 not checked */
 	char md5[33], sha1[41];  /* computed (--hash) */
 	char verify_err[512];
@@ -65,13 +62,12 @@ struct probed {
 
 static void probe_one(const char *path, struct probed *p)
 {
+	char err[ERR_MAX];
+
 	memset(p, 0, sizeof(*p));
 	p->path = path;
-	p->ret = source_open(path, SOURCE_READ, &p->src, p->err, sizeof(p->err));
-	if (p->ret)
-		return;
-	p->size = p->src->size;
-	p->ret = metadata_probe(p->src, &p->meta, p->err, sizeof(p->err));
+	if (source_open(path, SOURCE_READ, &p->src, err, sizeof(err)))
+		p->src = NULL;
 }
 
 /* --hash: the MD5/SHA1 an EWF image stores, computed again over its media. */
@@ -172,24 +168,31 @@ static void print_source_json(FILE *f, const struct probed *p)
 	fputc('}', f);
 }
 
-static void print_member_text(const struct probed *p)
+/* A partition number as JSON: null for the whole image (0). */
+static void print_partition(FILE *f, int partition)
+{
+	if (partition)
+		fprintf(f, "%d", partition);
+	else
+		fputs("null", f);
+}
+
+static void print_meta_text(const struct member_meta *m, const char *ident, uint64_t size)
 {
 	char uuid[40], rb[16], sz[32], tb[64], state[LAYOUT_MAX_DISKS + 2];
-	const struct member_meta *m = &p->meta;
 
-	printf("%s:\n", p->path);
-	print_source_text(p);
-	if (p->ret == -ENOENT) {
-		printf("  no md superblock (%s)\n", p->err);
-		return;
-	}
-	if (p->ret) {
-		printf("  error: %s\n", p->err);
-		return;
-	}
 	meta_uuid_format(m->set_uuid, uuid);
-	printf("  image size     : %" PRIu64 " bytes (%s)\n", p->size, fmt_size(p->size, sz, sizeof(sz)));
-	printf("  metadata       : md %s\n", m->format);
+	if (size)
+		printf("  image size     : %" PRIu64 " bytes (%s)\n", size, fmt_size(size, sz, sizeof(sz)));
+	if (m->in_container) {
+		char cu[40];
+
+		meta_uuid_format(m->container_uuid, cu);
+		printf("  metadata       : %s container %s, volume %d of %d\n", m->format, cu, m->volume_index,
+		       m->container_volumes);
+	} else {
+		printf("  metadata       : md %s\n", m->format);
+	}
 	printf("  array uuid     : %s\n", uuid);
 	if (m->set_name[0])
 		printf("  name           : %s\n", m->set_name);
@@ -197,29 +200,37 @@ static void print_member_text(const struct probed *p)
 	printf("  layout         : %s (%d)\n", layout_name(m->level, m->layout), m->layout);
 	printf("  chunk          : %u bytes (%s)\n", m->chunk_bytes, fmt_size(m->chunk_bytes, sz, sizeof(sz)));
 	printf("  raid disks     : %d\n", m->raid_disks);
-	printf("  role           : %s\n", meta_role_name(m->role, rb, sizeof(rb)));
+	if (m->role == META_ROLE_UNPLACED)
+		printf("  role           : not placed: no drive of the disk table has its %s\n", ident);
+	else
+		printf("  role           : %s%s%s%s\n", meta_role_name(m->role, rb, sizeof(rb)), ident[0] ? " (" : "",
+		       ident, ident[0] ? ")" : "");
 	printf("  data offset    : %" PRIu64 " sectors (%" PRIu64 " bytes)\n", m->data_offset, m->data_offset * 512);
 	printf("  component size : %" PRIu64 " sectors\n", m->component_sectors);
-	printf("  events         : %" PRIu64 "\n", m->events);
+	printf("  events         : %" PRIu64 "%s\n", m->events, m->in_container ? " (generation of the metadata)" : "");
 	printf("  state          : %s\n", m->resync_offset == UINT64_MAX ? "clean" : "not clean (resync pending)");
-	printf("  creation time  : %s\n", meta_time(m->ctime, false, tb, sizeof(tb)));
-	printf("  update time    : %s\n", meta_time(m->utime, false, tb, sizeof(tb)));
-	if (has_device_uuid(m)) {
-		meta_uuid_format(m->device_uuid, uuid);
-		printf("  device uuid    : %s\n", uuid);
+	if (!m->in_container) {
+		printf("  creation time  : %s\n", meta_time(m->ctime, false, tb, sizeof(tb)));
+		printf("  update time    : %s\n", meta_time(m->utime, false, tb, sizeof(tb)));
+		if (has_device_uuid(m)) {
+			meta_uuid_format(m->device_uuid, uuid);
+			printf("  device uuid    : %s\n", uuid);
+		}
+		printf("  checksum       : %08" PRIx32 " - correct\n", m->sb_csum);
+		if (m->feature_map & 1)
+			printf("  bitmap         : internal, %" PRId32 " sectors from the superblock\n", m->bitmap_offset);
+		else
+			printf("  bitmap         : none\n");
+		if (m->bblog_size && m->bblog_offset)
+			printf("  bad block log  : %d entries available at offset %" PRId32 " sectors%s\n",
+			       m->bblog_size * 512 / 8, m->bblog_offset, (m->feature_map & 8) ? " - bad blocks present" : "");
+		else
+			printf("  bad block log  : none\n");
+		meta_array_state(m, state, sizeof(state));
+		printf("  array state    : %s ('A' == active, '.' == missing, 'R' == replacing)\n", state);
 	}
-	printf("  checksum       : %08" PRIx32 " - correct\n", m->sb_csum);
-	if (m->feature_map & 1)
-		printf("  bitmap         : internal, %" PRId32 " sectors from the superblock\n", m->bitmap_offset);
-	else
-		printf("  bitmap         : none\n");
-	if (m->bblog_size && m->bblog_offset)
-		printf("  bad block log  : %d entries available at offset %" PRId32 " sectors%s\n",
-		       m->bblog_size * 512 / 8, m->bblog_offset, (m->feature_map & 8) ? " - bad blocks present" : "");
-	else
-		printf("  bad block log  : none\n");
-	meta_array_state(m, state, sizeof(state));
-	printf("  array state    : %s ('A' == active, '.' == missing, 'R' == replacing)\n", state);
+	if (m->unsupported[0])
+		printf("  not readable   : %s\n", m->unsupported);
 	if (m->reshape_active) {
 		printf("  reshape        : at %" PRIu64 " sectors of the array, %d -> %d members%s\n",
 		       m->reshape_position, m->raid_disks - m->delta_disks, m->raid_disks,
@@ -229,60 +240,217 @@ static void print_member_text(const struct probed *p)
 	}
 }
 
-static void print_member_json(FILE *f, const struct probed *p)
+/* Every image: what was found in it and where. */
+static void print_image_text(const struct found_set *fs, int img, const char *path, const struct probed *p)
 {
-	const struct member_meta *m = &p->meta;
+	const struct found_image *fi = &fs->images[img];
+	int shown = 0;
+	char sz[32];
+
+	printf("%s:\n", path);
+	print_source_text(p);
+	for (int i = 0; i < fs->nmembers; i++) {
+		const struct found_member *f = &fs->members[i];
+
+		if (f->image != img)
+			continue;
+		if (f->partition) {
+			if (!shown)
+				printf("  image size     : %" PRIu64 " bytes (%s), %s partition table\n", fi->bytes,
+				       fmt_size(fi->bytes, sz, sizeof(sz)), fi->table);
+			printf("  found in       : %s\n", f->where);
+			print_meta_text(&f->meta, f->ident, 0);
+		} else {
+			print_meta_text(&f->meta, f->ident, shown ? 0 : fi->bytes);
+		}
+		shown++;
+	}
+	if (!shown && fi->err) {
+		/* the image is named above: its name is not said again */
+		size_t pl = strlen(path);
+		const char *e = !strncmp(fi->err, path, pl) && !strncmp(fi->err + pl, ": ", 2) ? fi->err + pl + 2 : fi->err;
+
+		if (fi->err_code == -ENOENT)
+			printf("  no RAID metadata (%s)\n", e);
+		else
+			printf("  error: %s\n", e);
+	}
+	if (fi->note)
+		printf("  partition table: %s\n", fi->note);
+}
+
+static void print_meta_json(FILE *f, const struct member_meta *m, const char *ident)
+{
 	char uuid[40], tb[64], state[LAYOUT_MAX_DISKS + 2];
 
-	fprintf(f, "{\"path\":");
-	json_path(f, p->path, "path");
-	fprintf(f, ",\"image_bytes\":%" PRIu64, p->size);
-	print_source_json(f, p);
-	if (p->ret) {
-		fprintf(f, ",\"metadata\":null,\"error\":");
-		json_str(f, p->err);
-		if (p->ret == -EBADMSG)
-			fputs(",\"checksum_ok\":false", f);
-		fputc('}', f);
-		return;
-	}
 	meta_uuid_format(m->set_uuid, uuid);
-	fprintf(f, ",\"metadata\":\"%s\",\"array_uuid\":\"%s\",\"name\":", m->format, uuid);
+	fprintf(f, "\"metadata\":\"%s\",\"array_uuid\":\"%s\",\"name\":", m->format, uuid);
 	json_str(f, m->set_name);
 	fprintf(f, ",\"level\":%d,\"layout\":%d,\"layout_name\":", m->level, m->layout);
 	json_str(f, layout_name(m->level, m->layout));
 	fprintf(f, ",\"chunk_bytes\":%u,\"raid_disks\":%d,\"role\":", m->chunk_bytes, m->raid_disks);
-	if (m->role >= 0)
+	if (m->role >= 0) {
 		fprintf(f, "%d", m->role);
-	else {
+	} else {
 		char rb[16];
-		json_str(f, meta_role_name(m->role, rb, sizeof(rb)));
+		json_str(f, m->role == META_ROLE_UNPLACED ? "unplaced" : meta_role_name(m->role, rb, sizeof(rb)));
 	}
 	fprintf(f, ",\"dev_number\":%d,\"data_offset_sectors\":%" PRIu64 ",\"data_offset_bytes\":%" PRIu64
 		",\"component_sectors\":%" PRIu64 ",\"events\":%" PRIu64 ",\"clean\":%s,\"reshape\":%s",
 		m->dev_number, m->data_offset, m->data_offset * 512, m->component_sectors, m->events,
 		m->resync_offset == UINT64_MAX ? "true" : "false", m->reshape_active ? "true" : "false");
-	fprintf(f, ",\"created\":\"%s\"", meta_time(m->ctime, true, tb, sizeof(tb)));
-	fprintf(f, ",\"updated\":\"%s\",\"device_uuid\":", meta_time(m->utime, true, tb, sizeof(tb)));
-	if (has_device_uuid(m)) {
-		meta_uuid_format(m->device_uuid, uuid);
-		fprintf(f, "\"%s\"", uuid);
-	} else {
-		fputs("null", f);
+	if (!m->in_container) {
+		fprintf(f, ",\"created\":\"%s\"", meta_time(m->ctime, true, tb, sizeof(tb)));
+		fprintf(f, ",\"updated\":\"%s\",\"device_uuid\":", meta_time(m->utime, true, tb, sizeof(tb)));
+		if (has_device_uuid(m)) {
+			meta_uuid_format(m->device_uuid, uuid);
+			fprintf(f, "\"%s\"", uuid);
+		} else {
+			fputs("null", f);
+		}
+		fprintf(f, ",\"checksum\":\"%08" PRIx32 "\",\"checksum_ok\":true,\"bitmap\":", m->sb_csum);
+		if (m->feature_map & 1)
+			fprintf(f, "{\"offset_sectors\":%" PRId32 "}", m->bitmap_offset);
+		else
+			fputs("null", f);
+		fputs(",\"bad_block_log\":", f);
+		if (m->bblog_size && m->bblog_offset)
+			fprintf(f, "{\"entries\":%d,\"offset_sectors\":%" PRId32 ",\"bad_blocks\":%s}", m->bblog_size * 512 / 8,
+				m->bblog_offset, (m->feature_map & 8) ? "true" : "false");
+		else
+			fputs("null", f);
+		meta_array_state(m, state, sizeof(state));
+		fprintf(f, ",\"array_state\":\"%s\"", state);
 	}
-	fprintf(f, ",\"checksum\":\"%08" PRIx32 "\",\"checksum_ok\":true,\"bitmap\":", m->sb_csum);
-	if (m->feature_map & 1)
-		fprintf(f, "{\"offset_sectors\":%" PRId32 "}", m->bitmap_offset);
+	if (m->in_container) {
+		meta_uuid_format(m->container_uuid, uuid);
+		fprintf(f, ",\"container_uuid\":\"%s\",\"volume_index\":%d,\"container_volumes\":%d", uuid,
+			m->volume_index, m->container_volumes);
+	}
+	fputs(",\"placed_by\":", f);
+	json_str_or_null(f, ident);
+	fputs(",\"unsupported\":", f);
+	json_str_or_null(f, m->unsupported);
+}
+
+/* {"path", "image_bytes", "partition_table", the first finding's fields
+ * (md's examine kept them at the top), "found": [every finding]} */
+static void print_image_json(FILE *f, const struct found_set *fs, int img, const char *path,
+			     const struct probed *p)
+{
+	const struct found_image *fi = &fs->images[img];
+	int first = -1, n = 0;
+
+	fprintf(f, "{\"path\":");
+	json_path(f, path, "path");
+	fprintf(f, ",\"image_bytes\":%" PRIu64 ",\"partition_table\":", fi->bytes);
+	json_str_or_null(f, fi->table);
+	fputs(",\"partition_table_note\":", f);
+	json_str_or_null(f, fi->note);
+	print_source_json(f, p);
+	for (int i = 0; i < fs->nmembers && first < 0; i++)
+		if (fs->members[i].image == img)
+			first = i;
+	if (first < 0) {
+		fprintf(f, ",\"metadata\":null,\"error\":");
+		json_str(f, fi->err ? fi->err : "no RAID metadata");
+		if (fi->err_code == -EBADMSG)
+			fputs(",\"checksum_ok\":false", f);
+		fputs(",\"found\":[]}", f);
+		return;
+	}
+	fputc(',', f);
+	print_meta_json(f, &fs->members[first].meta, fs->members[first].ident);
+	fputs(",\"found\":[", f);
+	for (int i = 0; i < fs->nmembers; i++) {
+		const struct found_member *m = &fs->members[i];
+
+		if (m->image != img)
+			continue;
+		fprintf(f, "%s{\"partition\":", n++ ? "," : "");
+		print_partition(f, m->partition);
+		fputs(",\"where\":", f);
+		json_str_or_null(f, m->where);
+		fputc(',', f);
+		print_meta_json(f, &m->meta, m->ident);
+		fprintf(f, ",\"array_index\":%d}", m->group);
+	}
+	fputs("]}", f);
+}
+
+/* The arrays found, when there are several. */
+static void print_arrays_text(const struct found_set *fs, const char *const *paths)
+{
+	printf("\nArrays on these images:\n");
+	for (int g = 0; g < fs->narrays; g++) {
+		const struct found_array *fa = &fs->arrays[g];
+		char desc[200], uuid[40];
+
+		found_array_desc(&fa->meta, desc, sizeof(desc));
+		meta_uuid_format(fa->meta.set_uuid, uuid);
+		printf("  %s, %d members%s\n", desc, fa->meta.raid_disks, g == fs->chosen ? " (read)" : "");
+		if (!fa->supported)
+			printf("    not read: %s\n", fa->why);
+		for (int i = 0; i < fs->nmembers; i++) {
+			const struct found_member *m = &fs->members[i];
+			char rb[16];
+
+			if (m->group != g)
+				continue;
+			printf("    %-8s %s%s%s\n", m->meta.role == META_ROLE_UNPLACED ? "unplaced" :
+			       meta_role_name(m->meta.role, rb, sizeof(rb)), paths[m->image], m->partition ? " " : "",
+			       m->where);
+		}
+	}
+	if (fs->chosen < 0)
+		printf("  choose one with --array UUID|NAME\n");
+}
+
+static void print_arrays_json(FILE *f, const struct found_set *fs, const char *const *paths)
+{
+	fputs("\"arrays\":[", f);
+	for (int g = 0; g < fs->narrays; g++) {
+		const struct found_array *fa = &fs->arrays[g];
+		const struct member_meta *m = &fa->meta;
+		char uuid[40];
+		int n = 0;
+
+		meta_uuid_format(m->set_uuid, uuid);
+		fprintf(f, "%s{\"metadata\":\"%s\",\"array_uuid\":\"%s\",\"name\":", g ? "," : "", m->format, uuid);
+		json_str(f, m->set_name);
+		fprintf(f, ",\"level\":%d,\"raid_disks\":%d,\"supported\":%s,\"reason\":", m->level, m->raid_disks,
+			fa->supported ? "true" : "false");
+		json_str_or_null(f, fa->why);
+		if (m->in_container) {
+			meta_uuid_format(m->container_uuid, uuid);
+			fprintf(f, ",\"container_uuid\":\"%s\",\"volume_index\":%d", uuid, m->volume_index);
+		}
+		fputs(",\"members\":[", f);
+		for (int i = 0; i < fs->nmembers; i++) {
+			const struct found_member *fm = &fs->members[i];
+
+			if (fm->group != g)
+				continue;
+			fprintf(f, "%s{\"path\":", n++ ? "," : "");
+			json_path(f, paths[fm->image], "path");
+			fputs(",\"partition\":", f);
+			print_partition(f, fm->partition);
+			fputs(",\"where\":", f);
+			json_str_or_null(f, fm->where);
+			fputs(",\"role\":", f);
+			if (fm->meta.role >= 0)
+				fprintf(f, "%d", fm->meta.role);
+			else
+				fputs("null", f);
+			fputc('}', f);
+		}
+		fputs("]}", f);
+	}
+	fputs("],\"chosen\":", f);
+	if (fs->chosen >= 0)
+		fprintf(f, "%d", fs->chosen);
 	else
 		fputs("null", f);
-	fputs(",\"bad_block_log\":", f);
-	if (m->bblog_size && m->bblog_offset)
-		fprintf(f, "{\"entries\":%d,\"offset_sectors\":%" PRId32 ",\"bad_blocks\":%s}", m->bblog_size * 512 / 8,
-			m->bblog_offset, (m->feature_map & 8) ? "true" : "false");
-	else
-		fputs("null", f);
-	meta_array_state(m, state, sizeof(state));
-	fprintf(f, ",\"array_state\":\"%s\"}", state);
 }
 
 static void print_array_text(const struct array *a)
@@ -300,7 +468,17 @@ static void print_array_text(const struct array *a)
 		printf("; served by rebuilding from parity)");
 	}
 	printf("\n");
-	if (a->has_meta) {
+	if (a->has_meta && a->in_container) {
+		char cu[40];
+
+		meta_uuid_format(a->uuid, uuid);
+		meta_uuid_format(a->container_uuid, cu);
+		printf("  metadata       : %s container %s, volume %d of %d\n  uuid           : %s\n", a->meta_format, cu,
+		       a->volume_index, a->container_volumes, uuid);
+		if (a->name[0])
+			printf("  name           : %s\n", a->name);
+		printf("  events         : %" PRIu64 " (generation of the freshest metadata)\n", a->events);
+	} else if (a->has_meta) {
 		meta_uuid_format(a->uuid, uuid);
 		printf("  metadata       : md %s\n  uuid           : %s\n", a->meta_format, uuid);
 		if (a->name[0])
@@ -318,8 +496,9 @@ static void print_array_text(const struct array *a)
 	printf("  array size     : %" PRIu64 " bytes (%s)\n", a->array_bytes, fmt_size(a->array_bytes, sz, sizeof(sz)));
 	for (int r = 0; r < a->geom.raid_disks; r++) {
 		const struct array_member *m = &a->members[r];
-		printf("  role %-3d       : %-10s %s%s%s%s\n", r, member_state_name(m->state),
-		       m->path ? m->path : "-", m->note[0] ? " (" : "", m->note, m->note[0] ? ")" : "");
+		printf("  role %-3d       : %-10s %s%s%s%s%s%s%s%s%s\n", r, member_state_name(m->state),
+		       m->path ? m->path : "-", m->partition ? " " : "", m->where, m->ident[0] ? " [" : "", m->ident,
+		       m->ident[0] ? "]" : "", m->note[0] ? " (" : "", m->note, m->note[0] ? ")" : "");
 		if (m->untrusted_ranges) {
 			const struct source_untrusted *u = m->src->untrusted;
 
@@ -379,6 +558,11 @@ static void print_array_json(FILE *f, const struct array *a)
 		fprintf(f, ",\"metadata\":\"%s\",\"array_uuid\":\"%s\",\"name\":", a->meta_format, uuid);
 		json_str(f, a->name);
 		fprintf(f, ",\"events\":%" PRIu64, a->events);
+		if (a->in_container) {
+			meta_uuid_format(a->container_uuid, uuid);
+			fprintf(f, ",\"container_uuid\":\"%s\",\"volume_index\":%d,\"container_volumes\":%d", uuid,
+				a->volume_index, a->container_volumes);
+		}
 	} else {
 		fprintf(f, ",\"metadata\":null");
 	}
@@ -390,6 +574,12 @@ static void print_array_json(FILE *f, const struct array *a)
 			json_path(f, m->path, "path");
 		else
 			fputs("null", f);
+		fprintf(f, ",\"partition\":");
+		print_partition(f, m->partition);
+		fputs(",\"where\":", f);
+		json_str_or_null(f, m->where);
+		fputs(",\"placed_by\":", f);
+		json_str_or_null(f, m->ident);
 		fprintf(f, ",\"data_offset_bytes\":%" PRIu64, m->data_offset);
 		status_member_source(f, m);
 		fputs(",\"note\":", f);
@@ -407,6 +597,8 @@ static void print_array_json(FILE *f, const struct array *a)
 	for (int i = 0; i < a->nextra; i++) {
 		fprintf(f, "%s{\"path\":", i ? "," : "");
 		json_path(f, a->extra[i].path, "path");
+		fprintf(f, ",\"partition\":");
+		print_partition(f, a->extra[i].partition);
 		fprintf(f, ",\"note\":");
 		json_str(f, a->extra[i].note);
 		fputc('}', f);
@@ -456,14 +648,18 @@ static void print_array_json(FILE *f, const struct array *a)
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: raidimg examine [--json] [ARRAY OPTIONS] MEMBER...\n\n"
-		   "Show the md superblock of every member image and the array they form:\n"
-		   "its geometry and a verdict: complete, degraded (served by rebuilding from\n"
-		   "parity) or not assemblable, with the reason.\n\n"
-		   "Each member: metadata version, array uuid and name, level, layout, chunk,\n"
-		   "role, data offset, events, state, creation and update times (UTC), device\n"
-		   "uuid, checksum, bitmap, bad block log and mdadm's array state line\n"
-		   "(AAA.A: one character per role as this member saw the array).\n\n"
-		   "  --json      one JSON object: {\"members\":[...],\"array\":{...}}\n"
+		   "Show the RAID metadata of every member image (md superblocks, IMSM and DDF\n"
+		   "containers), found in the image or in the partitions of its MBR or GPT\n"
+		   "partition table, every array the images hold when there are several, and the\n"
+		   "array read: its geometry and a verdict: complete, degraded (served by\n"
+		   "rebuilding from parity) or not assemblable, with the reason.\n\n"
+		   "Each finding: metadata version, array uuid and name, level, layout, chunk,\n"
+		   "role, data offset, events, state; for md superblocks also creation and\n"
+		   "update times (UTC), device uuid, checksum, bitmap, bad block log and mdadm's\n"
+		   "array state line (AAA.A: one character per role as this member saw the\n"
+		   "array).\n\n"
+		   "  --json      one JSON object: {\"members\":[...],\"arrays\":[...],\"chosen\":N,\n"
+		   "              \"array\":{...}}\n"
 		   "              (with --hash also \"sha256\":{\"members\":[...],\"array\":{...}})\n"
 		   "  -t, --test  exit status as mdadm --detail --test: 1 when the array is\n"
 		   "              degraded (0 complete, 2 not assemblable)\n"
@@ -478,7 +674,8 @@ static void usage(FILE *f)
 		   "                 `raidimg replay FILE` repeats it\n\n" ARRAY_OPTIONS_HELP
 		   "\nExit status: 0 the array can be assembled (with --test: complete), 1 it can\n"
 		   "but (--test) it is degraded, or an EWF image's stored hash does not match its\n"
-		   "media (--hash), 2 it cannot be assembled (or bad usage).\n");
+		   "media (--hash), 2 it cannot be assembled (or the images hold several arrays\n"
+		   "and --array does not say which, or bad usage).\n");
 }
 
 /* --hash/--record: hash the image files and the array, start the record
@@ -507,19 +704,21 @@ static void hash_images(const struct array_args *aa)
 	}
 }
 
-/* The report: every image, then the array (a, or why not: err), then the
- * hashes when asked for. */
-static void print_report(bool json, const struct probed *pr, int nimg, const struct array *a, const char *err,
-			 const struct custody_run *cr, bool hash)
+/* The report: every image, the arrays when there are several, then the
+ * array (a, or why not: err), then the hashes when asked for. */
+static void print_report(bool json, const struct found_set *fs, const struct probed *pr, const char *const *paths,
+			 const struct array *a, const char *err, const struct custody_run *cr, bool hash)
 {
 	if (json) {
 		printf("{\"members\":[");
-		for (int i = 0; i < nimg; i++) {
+		for (int i = 0; i < fs->nimages; i++) {
 			if (i)
 				putchar(',');
-			print_member_json(stdout, &pr[i]);
+			print_image_json(stdout, fs, i, paths[i], &pr[i]);
 		}
-		printf("],\"array\":");
+		printf("],");
+		print_arrays_json(stdout, fs, paths);
+		printf(",\"array\":");
 		if (a) {
 			print_array_json(stdout, a);
 		} else {
@@ -534,8 +733,10 @@ static void print_report(bool json, const struct probed *pr, int nimg, const str
 		printf("}\n");
 		return;
 	}
-	for (int i = 0; i < nimg; i++)
-		print_member_text(&pr[i]);
+	for (int i = 0; i < fs->nimages; i++)
+		print_image_text(fs, i, paths[i], &pr[i]);
+	if (fs->narrays > 1)
+		print_arrays_text(fs, paths);
 	if (a)
 		print_array_text(a);
 	else
@@ -586,42 +787,51 @@ int cmd_examine(int argc, char **argv)
 	struct custody_run cr = { 0 };
 	struct array_args aa;
 	struct array *a = NULL;
+	struct found_set fs;
 	struct probed *pr = NULL;
 	bool json = false, bad_hash = false, test = false;
 	char err[ERR_MAX] = "";
-	char **images;
-	int ret = EXIT_ERR, nimg = 0, nimages, r;
+	int ret = EXIT_ERR, r;
 
+	memset(&fs, 0, sizeof(fs));
 	array_args_init(&aa);
 	r = parse_args(argc, argv, &aa, &co, &json, &test);
 	if (r) {
 		ret = r > 0 ? EXIT_OK : EXIT_ERR;
 		goto out;
 	}
-	images = argv + optind;
-	nimages = argc - optind;
-	pr = calloc((size_t)nimages, sizeof(*pr));
-	if (!pr)
+	if (array_args_prepare(&aa, argc - optind, argv + optind))
 		goto out;
-	for (int i = 0; i < nimages; i++)
-		if (strcmp(images[i], "missing"))
-			probe_one(images[i], &pr[nimg++]);
-	for (int i = 0; co.hash && i < nimg; i++) {
+	if (array_discover(&aa.ao, &fs)) {
+		msg("out of memory");
+		goto out;
+	}
+	/* each image's source on its own: the EWF case data, --hash's check of
+	 * the hashes an EWF image stores */
+	pr = calloc((size_t)(aa.ao.g.npaths > 0 ? aa.ao.g.npaths : 1), sizeof(*pr));
+	if (!pr) {
+		msg("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < aa.ao.g.npaths; i++)
+		probe_one(aa.ao.g.paths[i], &pr[i]);
+	for (int i = 0; co.hash && i < aa.ao.g.npaths; i++) {
 		verify_ewf(&pr[i]);
 		if (pr[i].verify < 0) {
 			msg("%s: stored hash check failed: %s", pr[i].path, pr[i].verify_err);
 			bad_hash = true;
 		}
 	}
-	if (array_args_prepare(&aa, nimages, images))
-		goto out;
 	/* the verdict carries the reason when it fails */
-	if (array_args_assemble(&aa, &a, err, sizeof(err)))
+	if (!aa.ao.g.manual && fs.narrays > 1 && fs.chosen < 0 && !aa.ao.g.array)
+		snprintf(err, sizeof(err), "the images hold %d different arrays (listed above): choose one with "
+			 "--array UUID|NAME", fs.narrays);
+	else if (array_args_assemble(&aa, &a, err, sizeof(err)))
 		a = NULL;
 	/* --hash/--record: the image files and the whole array (custody.c) */
 	if (a && co.hash && examine_custody(&cr, &co, a, &aa, argc, argv))
 		goto out;
-	print_report(json, pr, nimg, a, err, &cr, co.hash);
+	print_report(json, &fs, pr, aa.ao.g.paths, a, err, &cr, co.hash);
 	if (!a)
 		msg("not assemblable: %s", err);
 	if (!a && co.hash)
@@ -633,9 +843,10 @@ int cmd_examine(int argc, char **argv)
 out:
 	custody_free(&cr);
 	array_free(a);
-	for (int i = 0; pr && i < nimg; i++)
+	for (int i = 0; pr && i < aa.ao.g.npaths; i++)
 		source_close(pr[i].src);
 	free(pr);
+	found_set_free(&fs);
 	array_args_free(&aa);
 	return ret;
 }

@@ -38,8 +38,11 @@ static void usage(FILE *f)
 		   "superblock with role K, a free device slot, a new device uuid and the same event\n"
 		   "count, so that the array assembles complete with it (raidimg, Linux md).  An\n"
 		   "image of role K among the MEMBERs is never read.  The members are opened\n"
-		   "read-only; only NEW.img is written.  Without md metadata (manual geometry)\n"
-		   "NEW.img holds the data area only, at --data-offset.\n\n"
+		   "read-only; only NEW.img is written.  A volume of an IMSM or DDF container\n"
+		   "gets the container's metadata with the new disk in sync in role K (IMSM: its\n"
+		   "drive serial is NEW.img's name without extensions, or --serial NEW.img=SERIAL).\n"
+		   "Without metadata (manual geometry) NEW.img holds the data area only, at\n"
+		   "--data-offset.\n\n"
 		   "  --role K               the role to rebuild (0 .. members-1)\n"
 		   "  -o, --output FILE      the new image (refused if it exists, unless --overwrite;\n"
 		   "                         never one of the members)\n"
@@ -100,8 +103,8 @@ static int parse_args(int argc, char **argv, struct array_args *aa, struct rebui
 /* ---- the new member's superblock ---- */
 
 /* The member whose superblock the new one copies: the freshest (events
- * equal to the array's), preferably not role K itself.  NULL without md
- * metadata. */
+ * equal to the array's, then the newest volume configuration), preferably
+ * not role K itself.  NULL without metadata. */
 static const struct array_member *pick_template(const struct array *a, int role)
 {
 	const struct array_member *best = NULL;
@@ -110,7 +113,9 @@ static const struct array_member *pick_template(const struct array *a, int role)
 		const struct array_member *m = &a->members[r];
 		if (!m->has_meta || !m->src || m->state != MEMBER_OK || m->meta.events != a->events)
 			continue;
-		if (!best || (best->role == role && r != role))
+		/* the freshest view (DDF: the newest volume configuration) */
+		if (!best || meta_fresher(&m->meta, &best->meta) ||
+		    (!meta_fresher(&best->meta, &m->meta) && best->role == role && r != role))
 			best = m;
 	}
 	return best;
@@ -153,12 +158,34 @@ static int pick_dev_number(const struct array *a, int role, const struct member_
 	return -1;
 }
 
+/* Container formats: the freshest member's view of the volume with role K
+ * and a new random device uuid (DDF makes the new disk's GUID and reference
+ * number of it; the container's metadata is written by the format's
+ * replace()). */
+static int build_container_meta(const struct array *a, int role, const struct array_member *t,
+				struct member_meta *m)
+{
+	*m = t->meta;
+	m->role = role;
+	if (random_bytes(m->device_uuid, sizeof(m->device_uuid))) {
+		msg("cannot read /dev/urandom");
+		return -1;
+	}
+	if (a->container_volumes > 1)
+		msg("note: the new member is a disk of a container with %d volumes: only volume %d ('%s') is "
+		    "written; in the others it is out of sync (IMSM: md rebuilds it there) or left out (DDF)",
+		    a->container_volumes, a->volume_index, a->name);
+	return 0;
+}
+
 static int build_meta(const struct array *a, int role, const struct array_member *t, struct member_meta *m)
 {
 	const struct format_ops *fmt = t->meta.fmt;
 	bool fixed = fmt->flags & FORMAT_FIXED_SLOTS;
 	int limit = fmt->max_dev_slots, dev;
 
+	if (fmt->replace)
+		return build_container_meta(a, role, t, m);
 	if (!fmt->build) {
 		msg("%s: md %s metadata cannot be written", t->path, fmt->name);
 		return -1;
@@ -221,6 +248,8 @@ static uint64_t output_bytes(const struct array *a, const struct array_member *t
 
 	if (!t)
 		return bytes;
+	if (t->meta.fmt->replace)
+		return t->image_bytes;  /* the container's metadata is placed from the end */
 	for (int r = 0; r < a->geom.raid_disks; r++) {
 		const struct array_member *m = &a->members[r];
 		if (m->src && m->has_meta && m->meta.fmt == t->meta.fmt && m->image_bytes > bytes)
@@ -230,7 +259,7 @@ static uint64_t output_bytes(const struct array *a, const struct array_member *t
 }
 
 static void print_result(const struct rebuild_args *ra, const struct array *a, const struct member_meta *m,
-			 bool has_meta, const struct scrub_progress *p, uint64_t bytes)
+			 bool has_meta, const char *serial, const struct scrub_progress *p, uint64_t bytes)
 {
 	char sz[32], sp[40];
 
@@ -241,18 +270,29 @@ static void print_result(const struct rebuild_args *ra, const struct array *a, c
 		       ",\"bytes_written\":%" PRIu64 ",\"member_requests\":%" PRIu64 ",\"member_request_bytes\":%" PRIu64
 		       ",\"seconds\":%.6f", bytes, ra->so.rebuild_data_offset, a->stripes, p->bytes_written,
 		       p->member_requests, p->member_request_bytes, p->seconds);
-		if (has_meta)
+		if (has_meta && m->in_container) {
+			printf(",\"metadata\":\"%s\",\"volume_index\":%d,\"serial\":", m->format, m->volume_index);
+			json_str_or_null(stdout, m->fmt->place == NULL || m->dev_id[0] ? NULL : serial);
+			printf(",\"events\":%" PRIu64 "}\n", m->events + 1);
+		} else if (has_meta) {
 			printf(",\"metadata\":\"%s\",\"dev_number\":%d,\"events\":%" PRIu64 "}\n", m->format,
 			       m->dev_number, m->events);
-		else
+		} else {
 			printf(",\"metadata\":null}\n");
+		}
 		return;
 	}
 	printf("rebuilt role %d of the RAID%d into %s (%s, data at offset %" PRIu64 ", %" PRIu64 " stripes, %"
 	       PRIu64 " bytes written, %.2f s, %s per member)\n", ra->role, a->geom.level, ra->output,
 	       fmt_size(bytes, sz, sizeof(sz)), ra->so.rebuild_data_offset, a->stripes, p->bytes_written, p->seconds,
 	       fmt_speed(p->seconds > 0 ? (double)p->done_bytes / p->seconds : 0, sp, sizeof(sp)));
-	if (has_meta)
+	if (has_meta && m->in_container && !m->dev_id[0])
+		printf("%s container metadata: role %d of volume %d, drive serial '%s', generation %" PRIu64 "\n",
+		       m->format, m->role, m->volume_index, serial, m->events + 1);
+	else if (has_meta && m->in_container)
+		printf("%s container metadata: role %d of virtual disk %d, a new disk, sequence number %" PRIu64 "\n",
+		       m->format, m->role, m->volume_index, m->events + 1);
+	else if (has_meta)
 		printf("md %s superblock: role %d, device slot %d, events %" PRIu64 "\n", m->format, m->role,
 		       m->dev_number, m->events);
 	else
@@ -300,7 +340,7 @@ int cmd_rebuild(int argc, char **argv)
 	uint64_t bytes;
 	int ret = EXIT_ERR, r;
 	struct outfile of = { .fd = -1 };
-	char err[ERR_MAX];
+	char err[ERR_MAX], serial[64] = "";
 
 	memset(&ra, 0, sizeof(ra));
 	memset(&m, 0, sizeof(m));
@@ -334,7 +374,13 @@ int cmd_rebuild(int argc, char **argv)
 		goto out;
 	if (run_rebuild(a, &ra, out, &p))
 		goto out;
-	if (t && write_superblock(out, &m, bytes / 512, err, sizeof(err))) {
+	if (t && t->meta.fmt->replace) {
+		array_serial_for(&aa.ao, ra.output, serial, sizeof(serial));
+		if (write_replacement_metadata(out, t->src, &m, serial, bytes / 512, err, sizeof(err))) {
+			msg("%s", err);
+			goto out;
+		}
+	} else if (t && write_superblock(out, &m, bytes / 512, err, sizeof(err))) {
 		msg("%s", err);
 		goto out;
 	}
@@ -344,7 +390,7 @@ int cmd_rebuild(int argc, char **argv)
 		msg("%s", err);
 		goto out;
 	}
-	print_result(&ra, a, &m, t != NULL, &p, bytes);
+	print_result(&ra, a, &m, t != NULL, serial, &p, bytes);
 	ret = EXIT_OK;
 out:
 	source_close(out);

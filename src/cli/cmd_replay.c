@@ -102,8 +102,10 @@ static int verify_geometry(const struct replay_spec *rs, const struct array *a, 
 		if (m->role < 0)
 			continue;
 		am = m->role < a->geom.raid_disks ? &a->members[m->role] : NULL;
-		if (!am || !am->src || !am->src->path || strcmp(am->src->path, m->path)) {
-			msg("%s: %s was role %d in the record but is not now", record, m->path, m->role);
+		if (!am || !am->src || !source_image(am->src)->path || strcmp(source_image(am->src)->path, m->path) ||
+		    am->partition != m->partition) {
+			msg("%s: %s%s was role %d in the record but is not now", record, m->path,
+			    m->partition ? " (a partition of it)" : "", m->role);
 			return -1;
 		}
 	}

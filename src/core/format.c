@@ -11,7 +11,7 @@
 #define MIN_SECTORS 24          /* mdadm: smaller devices cannot hold a 1.x member */
 
 const struct format_ops *const format_list[] = {
-	&format_md12, &format_md11, &format_md10, &format_md090, NULL,
+	&format_md12, &format_md11, &format_md10, &format_md090, &format_imsm, &format_ddf, NULL,
 };
 
 const struct format_ops *format_by_name(const char *name)
@@ -44,7 +44,30 @@ int format_probe(const struct dev_reader *dev, struct format_found *out, char *e
 			return rc;
 	}
 	memset(out, 0, sizeof(*out));
-	return fmt_fail(err, errlen, -ENOENT, "no md superblock");
+	return fmt_fail(err, errlen, -ENOENT, "no RAID metadata (md superblock, IMSM or DDF)");
+}
+
+int meta_uuid_parse(const char *s, uint8_t uuid[16])
+{
+	int n = 0;
+
+	for (; *s; s++) {
+		int v;
+
+		if (*s == ':' || *s == '-' || *s == ' ')
+			continue;
+		if (*s >= '0' && *s <= '9')
+			v = *s - '0';
+		else if ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'f')
+			v = (*s | 0x20) - 'a' + 10;
+		else
+			return -EINVAL;
+		if (n >= 32)
+			return -EINVAL;
+		uuid[n / 2] = (uint8_t)(n % 2 ? (uuid[n / 2] | v) : v << 4);
+		n++;
+	}
+	return n == 32 ? 0 : -EINVAL;
 }
 
 void meta_uuid_format(const uint8_t uuid[16], char out[36])

@@ -9,8 +9,15 @@
  * several volumes over one set of disks, metadata at the end of each disk)
  * list each volume the disk belongs to, each as a struct member_meta of its
  * own (set_uuid = the volume's).  Formats that can be written (create,
- * rebuild) have build().  A member that is a slice of an image (a partition)
- * is a source matter (io/), not a format one.
+ * rebuild) have build(); container formats write a replacement member's
+ * metadata with replace().  A member that is a slice of an image (a
+ * partition) is a source matter (io/), not a format one.
+ *
+ * IMSM members do not say which device they are: the metadata, the same
+ * on every member, lists drive serials, and only the drive's own serial
+ * (which an image does not hold) tells which slot it is.  Such a member is
+ * found with role META_ROLE_UNPLACED, and assembly asks the format's
+ * place() where a device of a given identity goes.
  */
 #ifndef RAIDIMG_FORMAT_H
 #define RAIDIMG_FORMAT_H
@@ -19,21 +26,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dev_reader.h"
+
 enum {
 	META_ROLE_SPARE = -1,
 	META_ROLE_FAULTY = -2,
 	META_ROLE_JOURNAL = -3,
 	META_ROLE_MISSING = -4,     /* no device in that slot (0.90 "removed") */
+	META_ROLE_UNPLACED = -5,    /* the metadata does not say which device this is
+	                               (IMSM): assembly places it (format_ops.place) */
 	META_MAX_DEVS = 384,         /* dev_roles entries kept */
-	FORMAT_MAX_VOLUMES = 4,      /* volumes one device can be found in */
-};
-
-/* A device as a format sees it.  read: exactly len bytes at off, 0 or
- * -errno (-EIO past the end).  The reader and ctx belong to the caller. */
-struct dev_reader {
-	uint64_t size;               /* bytes */
-	int (*read)(void *ctx, void *buf, size_t len, uint64_t off);
-	void *ctx;
+	META_MAX_IDS = 256,          /* device identities kept (IMSM disk table, DDF disks) */
+	META_ID_LEN = 16,            /* bytes of one (an IMSM drive serial) */
+	FORMAT_MAX_VOLUMES = 8,      /* volumes one device can be found in */
 };
 
 struct format_ops;
@@ -42,9 +47,9 @@ struct format_ops;
  * in.  Plain data; fmt points to a static format. */
 struct member_meta {
 	const struct format_ops *fmt;   /* the format it was found in */
-	char format[8];             /* fmt->name: "0.90", "1.0", "1.1", "1.2" */
-	uint8_t set_uuid[16];
-	char set_name[33];          /* 1.x only, NUL-terminated */
+	char format[8];             /* fmt->name: "0.90", "1.0", "1.1", "1.2", "imsm", "ddf" */
+	uint8_t set_uuid[16];       /* as meta_uuid_format prints mdadm's UUID */
+	char set_name[33];          /* 1.x: host:name; IMSM, DDF: the volume's name */
 	int level;                  /* 4, 5, 6 (others parsed, refused later) */
 	int layout;
 	uint32_t chunk_bytes;
@@ -79,6 +84,27 @@ struct member_meta {
 	/* The whole array as this member saw it: role of every device slot. */
 	int max_dev;
 	int16_t dev_roles[META_MAX_DEVS];   /* META_ROLE_* or a role */
+	/* Container formats (IMSM, DDF): the container, the volume's place in
+	 * it, md's array_size when the metadata sets it (IMSM: the volume's
+	 * size; 0: data members x component), this device's identity as the
+	 * metadata records it (DDF: its reference number; "" when it records
+	 * none: IMSM), why the volume cannot be read ("" if it can: a
+	 * migration, unsupported attributes...). */
+	bool in_container;
+	uint8_t container_uuid[16];
+	int volume_index, container_volumes;
+	uint64_t array_sectors;
+	char dev_id[24];
+	char unsupported[200];
+	/* DDF: the sequence number of the virtual disk's configuration
+	 * (mdadm takes the highest); among members of equal events, the view
+	 * of the one with the highest is the freshest */
+	uint32_t volume_seq;
+	/* Container formats: the identity of every device slot (dev_roles'
+	 * index), for place(): IMSM the drive serials, raw and NUL-padded as
+	 * the disk table holds them; DDF the reference numbers ("%08x") */
+	int nids;
+	uint8_t dev_ids[META_MAX_IDS][META_ID_LEN];
 };
 
 /* What a format found on one device: the volumes it is a member of. */
@@ -97,6 +123,10 @@ enum {
 	 * slots are "removed"; else it grows (1.x's max_dev) and unused slots
 	 * are spares */
 	FORMAT_FIXED_SLOTS = 4,
+	/* a container format: every member keeps a copy of the whole
+	 * container's metadata, and the freshest copy describes every member:
+	 * one it does not list in its role is not a member there */
+	FORMAT_CONTAINER = 8,
 };
 
 struct format_ops {
@@ -125,13 +155,34 @@ struct format_ops {
 	 * 0 or -EINVAL.  NULL: the format cannot be written. */
 	int (*build)(const struct member_meta *m, uint8_t *buf, size_t buflen, uint64_t dev_sectors,
 		     uint64_t *image_off, size_t *sb_len);
+	/* Where the device whose identity is id goes in the array m (one
+	 * member's view): *dev_number gets its slot (dev_roles' index), *role
+	 * its role there (or META_ROLE_*).  id: DDF a reference number as
+	 * dev_id holds it; IMSM a drive serial as the drive reports it (an
+	 * image's name, --serial).  0, or -ENOENT when m lists no such device.
+	 * NULL: members say their own slot (dev_number). */
+	int (*place)(const struct member_meta *m, const char *id, int *dev_number, int *role);
+	/* Container formats: the metadata of a replacement device for role
+	 * m->role of the volume m describes (m: a current member's view, its
+	 * device_uuid new and random), made from the metadata of that current
+	 * member (tmpl, an image of dev_sectors like the new one): the
+	 * container's copy with the new device in sync in that role, newer
+	 * where mdadm looks for the newest (IMSM: the generation; DDF: the
+	 * virtual disk's configuration, the headers' sequence number kept).  id: the new device's
+	 * identity (IMSM: its drive serial; NULL for DDF, whose new reference
+	 * number and GUID come from m->device_uuid).  Every byte to write goes
+	 * through put(ctx, buf, len, off) (off: bytes into the new image).  0,
+	 * or -errno with a message in err naming the field. */
+	int (*replace)(const struct dev_reader *tmpl, const struct member_meta *m, const char *id,
+		       uint64_t dev_sectors, int (*put)(void *ctx, const void *buf, size_t len, uint64_t off),
+		       void *ctx, char *err, size_t errlen);
 };
 
 /* The formats, in the order they are looked for (mdadm's: 1.2, 1.1, 1.0,
  * 0.90, so that a 1.x superblock wins over a stale 0.90 one at the end of
- * the device); NULL-terminated. */
+ * the device; then the containers, IMSM and DDF); NULL-terminated. */
 extern const struct format_ops *const format_list[];
-extern const struct format_ops format_md12, format_md11, format_md10, format_md090;
+extern const struct format_ops format_md12, format_md11, format_md10, format_md090, format_imsm, format_ddf;
 
 /* The format --metadata NAME means ("1.2", "1", "0.90", "0.9", "0"...); NULL
  * if none. */
@@ -139,7 +190,7 @@ const struct format_ops *format_by_name(const char *name);
 
 /* Look for every format in turn on dev.  The first one present decides
  * (a broken one is an error, not a reason to look further: we would
- * assemble from a stale leftover).  -ENOENT with "no md superblock" in err
+ * assemble from a stale leftover).  -ENOENT with "no RAID metadata" in err
  * when none is there. */
 int format_probe(const struct dev_reader *dev, struct format_found *out, char *err, size_t errlen);
 
@@ -175,8 +226,16 @@ int md1_bblog_locate(const struct member_meta *m, uint64_t dev_bytes, uint64_t *
 		     size_t errlen);
 int md1_bblog_parse(const uint8_t *buf, size_t len, unsigned shift, struct range_list *out, char *err,
 		    size_t errlen);
+/* Is x's view of the array newer than y's?  More events, or as many and a
+ * newer volume configuration (DDF). */
+static inline bool meta_fresher(const struct member_meta *x, const struct member_meta *y)
+{
+	return x->events > y->events || (x->events == y->events && x->volume_seq > y->volume_seq);
+}
 
 /* "xxxxxxxx:xxxxxxxx:xxxxxxxx:xxxxxxxx", as mdadm prints md uuids. */
 void meta_uuid_format(const uint8_t uuid[16], char out[36]);
+/* The reverse: 32 hex digits, ':' '-' and spaces ignored.  0 or -EINVAL. */
+int meta_uuid_parse(const char *s, uint8_t uuid[16]);
 
 #endif

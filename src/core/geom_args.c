@@ -1,5 +1,6 @@
 /* geom_args.c - see geom_args.h */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -113,6 +114,34 @@ int geom_args_opt(struct geom_args *ga, int opt, const char *arg, char *err, siz
 	case GEOM_OPT_NO_MAPS:
 		ga->no_maps = true;
 		return 1;
+	case GEOM_OPT_ARRAY:
+		if (!*arg)
+			return fmt_fail(err, errlen, -1, "--array: give an array's UUID or name");
+		ga->array = arg;
+		return 1;
+	case GEOM_OPT_SERIAL: {
+		const char *eq = strrchr(arg, '=');
+		struct geom_serial *s;
+
+		if (!eq || eq == arg || !eq[1] || strlen(eq + 1) >= sizeof(s->serial))
+			return fmt_fail(err, errlen, -1, "--serial %s: give IMAGE=SERIAL (a drive serial of at most "
+					"%zu characters)", arg, sizeof(s->serial) - 1);
+		if (ga->nserials >= LAYOUT_MAX_DISKS * 2)
+			return fmt_fail(err, errlen, -1, "--serial: too many");
+		s = realloc(ga->serials, (size_t)(ga->nserials + 1) * sizeof(*s));
+		if (!s)
+			return fmt_fail(err, errlen, -1, "out of memory");
+		ga->serials = s;
+		s = &s[ga->nserials++];
+		snprintf(s->serial, sizeof(s->serial), "%s", eq + 1);
+		/* the image is the text before '=': keep it as its own string */
+		s->image = strndup(arg, (size_t)(eq - arg));
+		if (!s->image) {
+			ga->nserials--;
+			return fmt_fail(err, errlen, -1, "out of memory");
+		}
+		return 1;
+	}
 	case GEOM_OPT_RESHAPE_POS:
 		if (parse_size(arg, &sz) || sz % 512)
 			return fmt_fail(err, errlen, -1, "--reshape-position %s: give array bytes (a multiple of 512) "
@@ -189,6 +218,9 @@ int geom_args_prepare(struct geom_args *ga, int argc, char **argv, char *err, si
 			ga->raid_devices))
 		return fmt_fail(err, errlen, -1, "--layout, --chunk, --order, --data-offset, --member-size and "
 				"--raid-devices describe a manual geometry: give --level too");
+	if (manual && (ga->array || ga->nserials))
+		return fmt_fail(err, errlen, -1, "--array and --serial choose and place the members found by their "
+				"metadata: not with a manual geometry (--level)");
 	ga->paths = calloc((size_t)argc + 1, sizeof(*ga->paths));
 	if (!ga->paths)
 		return fmt_fail(err, errlen, -1, "out of memory");
@@ -240,4 +272,9 @@ void geom_args_free(struct geom_args *ga)
 		free((char *)ga->maps[i].image);
 	}
 	ga->nmaps = 0;
+	for (int i = 0; i < ga->nserials; i++)
+		free((char *)ga->serials[i].image);
+	free(ga->serials);
+	ga->serials = NULL;
+	ga->nserials = 0;
 }

@@ -2,7 +2,8 @@
  * checked without any I/O: the member images (and 'missing' placeholders),
  * a manual geometry for images without metadata (--level, --layout,
  * --chunk, --order, --data-offset, --member-size), --force and
- * --reshape-position.  The command line (cli/array_args.c) hands these to
+ * --reshape-position; which array (--array) when the images hold several,
+ * and the drive serials that place IMSM members (--serial).  The command line (cli/array_args.c) hands these to
  * assembly; the fuzz target tests/fuzz/fuzz_geometry.c drives them
  * directly. */
 #ifndef RAIDIMG_GEOM_ARGS_H
@@ -18,13 +19,19 @@
 enum {
 	GEOM_OPT_LEVEL = 0x1001, GEOM_OPT_LAYOUT, GEOM_OPT_CHUNK, GEOM_OPT_ORDER, GEOM_OPT_DATA_OFFSET,
 	GEOM_OPT_MEMBER_SIZE, GEOM_OPT_FORCE, GEOM_OPT_RESHAPE_POS, GEOM_OPT_MAP, GEOM_OPT_NO_MAPS,
-	GEOM_OPT_RAID_DEVICES,
+	GEOM_OPT_RAID_DEVICES, GEOM_OPT_ARRAY, GEOM_OPT_SERIAL,
 };
 
 /* --map IMAGE=MAPFILE: a GNU ddrescue mapfile for one image (argv's strings). */
 struct geom_map {
 	const char *image;          /* as given (matched against the images by file) */
 	char *map;                  /* owned (the part after the last '=') */
+};
+
+/* --serial IMAGE=SERIAL: the drive serial of an image (argv's strings) */
+struct geom_serial {
+	const char *image;           /* as given, owned */
+	char serial[64];
 };
 
 struct geom_args {
@@ -52,6 +59,9 @@ struct geom_args {
 	struct geom_map maps[LAYOUT_MAX_DISKS];
 	int nmaps;
 	bool no_maps;
+	const char *array;           /* --array UUID|NAME (argv's), NULL: not given */
+	struct geom_serial *serials; /* --serial, [nserials], owned */
+	int nserials;
 };
 
 /* The values as mdadm spells them too (create shares them):

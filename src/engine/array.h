@@ -18,6 +18,7 @@
 #include "geom_args.h"
 #include "layout.h"
 #include "source.h"
+#include "util.h"
 #include "volume.h"
 
 /* Requests and bytes asked of members, counted by whoever asks (the read
@@ -47,6 +48,10 @@ struct array_member {
 	uint64_t readable_bytes;
 	bool has_meta;
 	struct member_meta meta;     /* valid if has_meta */
+	int partition;               /* 0: the whole image; else the partition of it */
+	char where[200];             /* "" or "partition 3, GPT 'Linux RAID', sectors 2048-22527" */
+	char ident[200];              /* how it was placed when its metadata does not say
+	                                (IMSM): "serial member0 (file name)", else "" */
 	char note[160];              /* why it is not used, for the user */
 	/* Untrusted ranges of its image inside the data area the array uses
 	 * (source.h), counted at assembly. */
@@ -60,7 +65,8 @@ struct array_member {
  * refused with --force, ...): reported by examine. */
 struct array_extra {
 	char *path;
-	char note[200];
+	int partition;               /* 0: the whole image, else that partition of it */
+	char note[240];
 };
 
 struct array {
@@ -76,6 +82,14 @@ struct array {
 	char meta_format[8];
 	uint8_t uuid[16];
 	char name[33];
+	/* a volume of a container (IMSM, DDF): the container, the volume's
+	 * index in it and how many it holds */
+	bool in_container;
+	uint8_t container_uuid[16];
+	int volume_index, container_volumes;
+	/* md's array_size when the metadata sets one smaller than the
+	 * members hold (IMSM: the volume's size), else 0 */
+	uint64_t array_cap_bytes;
 	uint64_t events;             /* the freshest member's */
 	uint64_t resync_offset;      /* bytes of member data area; UINT64_MAX clean */
 	struct array_member *members;   /* [raid_disks], indexed by role; owned */
@@ -107,15 +121,80 @@ struct array {
 
 struct assemble_opts {
 	/* the images and how to place them: md metadata, or a manual geometry
-	 * (g.manual); --force, --reshape-position */
+	 * (g.manual); --force, --reshape-position, --array, --serial */
 	struct geom_args g;
 	int open_flags;              /* SOURCE_READ normally */
 };
 
-/* Assemble the images o->g.paths[0..o->g.npaths).  On failure returns
- * -errno and a message in err naming the file and the problem.  On success
- * *out is owned by the caller: array_free(). */
+/* Room for assembly's messages (a list of the arrays found, say). */
+#define ARRAY_ERR_MAX ERR_MAX
+
+/* Assemble the images o->g.paths[0..o->g.npaths).  Each image is looked
+ * at whole and, when it holds a partition table, partition by partition;
+ * what is found there is grouped into arrays by their uuid.  With several
+ * arrays, o->g.array picks one (its uuid or name); without it the only
+ * RAID4/5/6 one is taken (and said in warnings), else it is an error
+ * listing them.  On failure returns -errno and a message in err naming the
+ * file and the problem.  On success *out is owned by the caller:
+ * array_free(). */
 int array_assemble(const struct assemble_opts *o, struct array **out, char *err, size_t errlen);
+
+/* ---- what the images hold (examine) ---- */
+
+/* One place where metadata was found: an image or a partition of it, and
+ * one volume there (a container's disk is found once per volume). */
+struct found_member {
+	int image;                   /* index into the images given */
+	int partition;               /* 0: the whole image */
+	char where[200];             /* as probe_hit.where */
+	int group;                   /* index into found_set.arrays */
+	struct member_meta meta;     /* role: as placed (IMSM: by serial; META_ROLE_UNPLACED if not) */
+	char ident[200];              /* how it was placed, "" when its metadata says */
+};
+
+struct found_array {
+	struct member_meta meta;     /* the freshest member's view */
+	int members;                 /* found_members in it */
+	bool supported;              /* RAID4/5/6 in a state raidimg reads */
+	char why[240];               /* why not */
+};
+
+/* One image given, as found. */
+struct found_image {
+	uint64_t bytes;              /* its size (0 if it could not be opened) */
+	char table[8];               /* its partition table: "gpt", "dos", "" */
+	int nparts;                  /* partitions in it */
+	char *err;                   /* why nothing was found in it, or NULL; owned */
+	int err_code;                /* with err: -ENOENT nothing there, -EBADMSG a
+	                                checksum that does not match, else -errno */
+	char *note;                  /* why its partition table was not used or what is
+	                                wrong with it, or NULL; owned */
+};
+
+struct found_set {
+	int nimages;
+	struct found_image *images;  /* [nimages], owned */
+	int nmembers;
+	struct found_member *members;   /* owned */
+	int narrays;
+	struct found_array *arrays;     /* owned */
+	int chosen;                  /* the array the commands read (as array_assemble
+	                                would pick it), -1 when none can be picked */
+	char choice_err[ARRAY_ERR_MAX];  /* why not; or, chosen, a note on the choice */
+};
+
+/* Look at the images of o (as array_assemble does) and list what they
+ * hold.  0 (images that hold nothing or broken metadata are said in
+ * image_err), or -ENOMEM.  found_set_free() in every case. */
+int array_discover(const struct assemble_opts *o, struct found_set *fs);
+void found_set_free(struct found_set *fs);
+/* The drive serial of the image at path as assembly takes it when the
+ * image records none: --serial PATH=SERIAL (1), else its file name
+ * without its directory and image extensions (0). */
+int array_serial_for(const struct assemble_opts *o, const char *path, char *out, size_t len);
+
+/* "raid5 imsm 7ab6cff9:... 'Volume0'" for messages. */
+void found_array_desc(const struct member_meta *m, char *buf, size_t len);
 /* The same over sources already open (tests; o->g.paths are ignored):
  * srcs[i] named names[i].  The sources are taken over in every case (the
  * array keeps those it uses and closes the others). */
@@ -169,7 +248,8 @@ void array_overlay_identity(const struct array *a, struct overlay_identity *id);
 int array_overlay_open(const char *path, struct array *a, const struct overlay_open_opts *opts,
 		       struct overlay **out, bool *created, char *err, size_t errlen);
 
-/* The member's image as an absolute path (malloc'ed), NULL if it has none. */
+/* The member's image file (for a partition: the whole image's) as an
+ * absolute path (malloc'ed), NULL if it has none. */
 char *array_member_path(const struct array_member *m);
 /* "active", "missing", "faulty", "stale", "rebuilding" */
 const char *member_state_name(enum member_state s);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <sys/uio.h>
 
 #include "array.h"
+#include "candidates.h"
 #include "probe.h"
 #include "sysio.h"
 #include "parity.h"
@@ -61,20 +63,12 @@ static void warn_add(struct array *a, const char *fmt, ...)
 	a->warnings[used + 1] = '\0';
 }
 
-/* One image given on the command line, while assembling. */
-struct candidate {
-	const char *path;
-	struct source *src;
-	bool has_meta;
-	struct member_meta meta;
-	bool used;
-};
-
-static int add_extra(struct array *a, const char *path, const char *fmt, ...)
+static int add_extra(struct array *a, const struct candidate *c, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static int add_extra(struct array *a, const char *path, const char *fmt, ...)
+static int add_extra(struct array *a, const struct candidate *c, const char *fmt, ...)
 {
 	struct array_extra *x;
+	size_t used = 0;
 	va_list ap;
 
 	x = realloc(a->extra, (size_t)(a->nextra + 1) * sizeof(*x));
@@ -82,11 +76,23 @@ static int add_extra(struct array *a, const char *path, const char *fmt, ...)
 		return -ENOMEM;
 	a->extra = x;
 	x = &a->extra[a->nextra++];
-	x->path = strdup(path);
+	x->path = strdup(c->path);
+	x->partition = c->partition;
+	x->note[0] = '\0';
+	if (c->partition)
+		used = (size_t)snprintf(x->note, sizeof(x->note), "%s: ", c->where);
 	va_start(ap, fmt);
-	vsnprintf(x->note, sizeof(x->note), fmt, ap);
+	vsnprintf(x->note + used, sizeof(x->note) - used, fmt, ap);
 	va_end(ap);
 	return x->path ? 0 : -ENOMEM;
+}
+
+/* Where c was found, into a member. */
+static void member_from(struct array_member *m, const struct candidate *c)
+{
+	m->partition = c->partition;
+	snprintf(m->where, sizeof(m->where), "%s", c->where);
+	snprintf(m->ident, sizeof(m->ident), "%s", c->ident);
 }
 
 static int alloc_members(struct array *a, int n)
@@ -165,6 +171,9 @@ static int finish_geometry(struct array *a, bool force, const char *who, char *e
 	}
 	a->stripes = a->member_bytes / a->geom.chunk_bytes;
 	a->array_bytes = a->member_bytes * (uint64_t)a->k;
+	/* md serves array_size bytes when the metadata sets it (IMSM) */
+	if (a->array_cap_bytes && a->array_cap_bytes < a->array_bytes)
+		a->array_bytes = a->array_cap_bytes;
 	a->nmissing = 0;
 	for (int r = 0; r < a->geom.raid_disks; r++) {
 		struct array_member *m = &a->members[r];
@@ -245,6 +254,7 @@ static int assemble_manual(struct array *a, struct candidate *c, int nc,
 			fmt_err(err, errlen, "%s: given twice in --order", c[idx].path);
 			return -EINVAL;
 		}
+		member_from(m, &c[idx]);
 		c[idx].used = true;
 		m->state = MEMBER_OK;
 		m->note[0] = '\0';
@@ -269,7 +279,7 @@ static int assemble_manual(struct array *a, struct candidate *c, int nc,
 	}
 	for (int i = 0; i < nc; i++)
 		if (!c[i].used)
-			add_extra(a, c[i].path, "not named in --order; not used");
+			add_extra(a, &c[i], "not named in --order; not used");
 	if (o->g.member_bytes)
 		a->member_bytes = o->g.member_bytes;
 	else if (smallest != UINT64_MAX)
@@ -482,29 +492,28 @@ static int assemble_reshape_prev(struct array *a, const struct member_meta *fres
 	return reshape_position(a, p, fresh, pos, o, who, err, errlen);
 }
 
-/* The freshest of the candidates (highest events), once every one is
- * known to carry md metadata of one and the same array.  Its index in
- * *ifresh; 0 or -EINVAL with the message. */
+/* "disk0.img" or "disk0.img partition 3", for messages. */
+static const char *cand_name(const struct candidate *c, char *buf, size_t len)
+{
+	if (!c->partition)
+		return c->path;
+	snprintf(buf, len, "%s partition %d", c->path, c->partition);
+	return buf;
+}
+
+/* The freshest of the candidates (highest events), all of one array.  Its
+ * index in *ifresh; 0 or -EINVAL with the message. */
 static int find_freshest(const struct candidate *c, int nc, int *ifresh, char *err, size_t errlen)
 {
 	const struct member_meta *fresh = NULL;
 
-	/* Every image must carry md metadata of one and the same array. */
 	for (int i = 0; i < nc; i++) {
 		if (!c[i].has_meta) {
-			fmt_err(err, errlen, "%s: no md superblock found (for images without metadata give the "
+			fmt_err(err, errlen, "%s: no RAID metadata found (for images without metadata give the "
 				"geometry: --level, --chunk, --layout, --order)", c[i].path);
 			return -EINVAL;
 		}
-		if (i && memcmp(c[i].meta.set_uuid, c[0].meta.set_uuid, 16)) {
-			char u0[40], u1[40];
-			meta_uuid_format(c[0].meta.set_uuid, u0);
-			meta_uuid_format(c[i].meta.set_uuid, u1);
-			fmt_err(err, errlen, "%s and %s belong to different arrays (uuid %s vs %s)",
-				c[0].path, c[i].path, u0, u1);
-			return -EINVAL;
-		}
-		if (!fresh || c[i].meta.events > fresh->events) {
+		if (!fresh || meta_fresher(&c[i].meta, fresh)) {
 			fresh = &c[i].meta;
 			*ifresh = i;
 		}
@@ -524,6 +533,11 @@ static int adopt_geometry(struct array *a, const struct member_meta *fresh, cons
 {
 	int ret;
 
+	if (fresh->unsupported[0]) {
+		fmt_err(err, errlen, "%s: %s volume '%s' cannot be read: %s", who, fresh->format, fresh->set_name,
+			fresh->unsupported);
+		return -ENOTSUP;
+	}
 	if (fresh->reshape_active && fresh->new_level != fresh->level) {
 		fmt_err(err, errlen, "%s: the array is in the middle of a reshape from RAID%d to RAID%d; "
 			"reading a reshape that changes the level is not supported", who,
@@ -540,6 +554,10 @@ static int adopt_geometry(struct array *a, const struct member_meta *fresh, cons
 	memcpy(a->uuid, fresh->set_uuid, 16);
 	memcpy(a->name, fresh->set_name, sizeof(a->name));
 	a->events = fresh->events;
+	a->in_container = fresh->in_container;
+	memcpy(a->container_uuid, fresh->container_uuid, 16);
+	a->volume_index = fresh->volume_index;
+	a->container_volumes = fresh->container_volumes;
 	/* during a reshape this is the geometry after it; prev (below) the one before */
 	a->geom.level = fresh->level;
 	a->geom.layout = fresh->new_layout;
@@ -562,6 +580,24 @@ static int adopt_geometry(struct array *a, const struct member_meta *fresh, cons
 	return 0;
 }
 
+/* Is the member (placed in mm->role) stale?  Events (a container's
+ * generation) more than one behind the freshest, as md and mdadm's
+ * assembly have it.  A container's freshest copy of the metadata also
+ * describes every member: one it does not list in this role (nor as
+ * faulty) is not a member there any more (*why says so). */
+static bool member_stale(const struct member_meta *mm, const struct member_meta *fresh, int fresh_view,
+			 const char **why)
+{
+	*why = "stale";
+	if (mm->events + 1 < fresh->events)
+		return true;
+	if (!(mm->fmt && (mm->fmt->flags & FORMAT_CONTAINER)) || fresh_view == mm->role ||
+	    fresh_view == META_ROLE_FAULTY)
+		return false;
+	*why = "not in this role in the freshest metadata";
+	return true;
+}
+
 /* Put candidate c in its role (or among the extras), as mdadm would:
  * stale or faulty-marked members are kept for reporting but not used
  * unless forced, two images of one role: the fresher wins.  0 or -errno
@@ -572,44 +608,48 @@ static int place_member(struct array *a, struct candidate *ci, const struct memb
 	struct member_meta *mm = &ci->meta;
 	struct array_member *m;
 	int role = mm->role;
-	bool stale = mm->events + 1 < fresh->events;
 	int fresh_view = META_ROLE_MISSING;
-	char rb[32];
+	const char *why;
+	bool stale;
+	char rb[32], cn[PATH_MAX + 32];
 
 	if (mm->dev_number >= 0 && mm->dev_number < fresh->max_dev && mm->dev_number < META_MAX_DEVS)
 		fresh_view = fresh->dev_roles[mm->dev_number];
 	if (role < 0) {
-		add_extra(a, ci->path, "%s (not an active member)", role_desc(role, rb, sizeof(rb)));
+		add_extra(a, ci, "%s (not an active member)", role_desc(role, rb, sizeof(rb)));
 		return 0;
 	}
 	if (role >= fresh->raid_disks && fresh->reshape_active && fresh->delta_disks < 0 &&
 	    role < fresh->raid_disks - fresh->delta_disks && same_geometry(mm, fresh))
 		return 0;       /* leaving in a shrinking reshape: only the old geometry has it */
 	if (role >= fresh->raid_disks) {
-		add_extra(a, ci->path, "claims role %d but the array has %d members", role,
-			  fresh->raid_disks);
+		add_extra(a, ci, "claims role %d but the array has %d members", role, fresh->raid_disks);
 		return 0;
 	}
+	stale = member_stale(mm, fresh, fresh_view, &why);
 	if (!same_geometry(mm, fresh) && !stale) {
 		fmt_err(err, errlen, "%s and %s disagree on the geometry (level/layout/chunk/members/size) "
-			"at the same event count", ci->path, who);
+			"at the same event count", cand_name(ci, cn, sizeof(cn)), who);
 		return -EINVAL;
 	}
 	m = &a->members[role];
 	if (m->state != MEMBER_MISSING && m->src) {
 		/* Two images claim one role: the fresher wins, a tie is an error. */
 		if (m->meta.events == mm->events) {
-			fmt_err(err, errlen, "%s and %s both claim role %d (events %" PRIu64 ")",
-				m->path, ci->path, role, mm->events);
+			fmt_err(err, errlen, "%s%s%s and %s both claim role %d (events %" PRIu64 ")", m->path,
+				m->partition ? " " : "", m->where, cand_name(ci, cn, sizeof(cn)), role, mm->events);
 			return -EINVAL;
 		}
 		if (m->meta.events > mm->events) {
-			add_extra(a, ci->path, "older copy of role %d (events %" PRIu64 " < %" PRIu64
-				  "); not used", role, mm->events, m->meta.events);
+			add_extra(a, ci, "older copy of role %d (events %" PRIu64 " < %" PRIu64 "); not used", role,
+				  mm->events, m->meta.events);
 			return 0;
 		}
-		add_extra(a, m->path, "older copy of role %d (events %" PRIu64 " < %" PRIu64 "); not used",
-			  role, m->meta.events, mm->events);
+		struct candidate old = { .path = m->path, .partition = m->partition };
+
+		snprintf(old.where, sizeof(old.where), "%s", m->where);
+		add_extra(a, &old, "older copy of role %d (events %" PRIu64 " < %" PRIu64 "); not used", role,
+			  m->meta.events, mm->events);
 		source_close(m->src);
 		m->src = NULL;
 		free(m->path);
@@ -620,10 +660,11 @@ static int place_member(struct array *a, struct candidate *ci, const struct memb
 	m->path = strdup(ci->path);
 	if (!m->path)
 		return -ENOMEM;
+	member_from(m, ci);
 	m->image_bytes = ci->src->size;
 	if ((int64_t)mm->data_offset + mm->new_offset < 0) {
 		fmt_err(err, errlen, "%s: the reshape's new data offset (%" PRIu64 " %+" PRId64
-			" sectors) is before the start of the image", ci->path, mm->data_offset,
+			" sectors) is before the start of the image", cand_name(ci, cn, sizeof(cn)), mm->data_offset,
 			mm->new_offset);
 		return -EINVAL;
 	}
@@ -638,11 +679,12 @@ static int place_member(struct array *a, struct candidate *ci, const struct memb
 	 * as one written by raidimg rebuild), as in the kernel, whose
 	 * role comes from each member's own superblock. */
 	if (stale || fresh_view == META_ROLE_FAULTY) {
-		const char *why = stale ? "stale" : "marked faulty by the freshest member";
+		if (!stale)
+			why = "marked faulty by the freshest member";
 		if (!o->g.force) {
 			m->state = stale ? MEMBER_STALE : MEMBER_FAULTY;
 			snprintf(m->note, sizeof(m->note), "%s: events %" PRIu64 " vs %" PRIu64
-				 " (%s); left out, --force to use it", why, mm->events, fresh->events,
+				 " (%.100s); left out, --force to use it", why, mm->events, fresh->events,
 				 who);
 			/* keep the source open: examine shows it; reads never use it */
 			m->src = ci->src;
@@ -651,7 +693,8 @@ static int place_member(struct array *a, struct candidate *ci, const struct memb
 			return 0;
 		}
 		warn_add(a, "%s: FORCED into the array although %s (events %" PRIu64 ", freshest %" PRIu64
-			 "): its data may be out of date", ci->path, why, mm->events, fresh->events);
+			 "): its data may be out of date", cand_name(ci, cn, sizeof(cn)), why, mm->events,
+			 fresh->events);
 	}
 	m->state = m->readable_bytes < a->member_bytes ? MEMBER_REBUILDING : MEMBER_OK;
 	if (m->state == MEMBER_REBUILDING)
@@ -679,16 +722,21 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 {
 	const struct member_meta *fresh;
 	int ifresh = -1, ret;
+	char whobuf[PATH_MAX + 32];
+	const char *who;
 
 	ret = find_freshest(c, nc, &ifresh, err, errlen);
 	if (ret)
 		return ret;
 	fresh = &c[ifresh].meta;
-	ret = adopt_geometry(a, fresh, c[ifresh].path, err, errlen);
+	who = cand_name(&c[ifresh], whobuf, sizeof(whobuf));
+	ret = adopt_geometry(a, fresh, who, err, errlen);
 	if (ret)
 		return ret;
+	if (fresh->array_sectors)
+		a->array_cap_bytes = fresh->array_sectors * 512;
 	for (int i = 0; i < nc; i++) {
-		ret = place_member(a, &c[i], fresh, c[ifresh].path, o, err, errlen);
+		ret = place_member(a, &c[i], fresh, who, o, err, errlen);
 		if (ret)
 			return ret;
 	}
@@ -703,70 +751,96 @@ static int assemble_md(struct array *a, struct candidate *c, int nc,
 	if (a->resync_offset != UINT64_MAX)
 		warn_add(a, "the array was not clean (resync at %" PRIu64 " bytes into each member): parity "
 			 "beyond there may be stale, so chunks rebuilt from it may be wrong", a->resync_offset);
-	ret = finish_geometry(a, o->g.force, c[ifresh].path, err, errlen);
+	ret = finish_geometry(a, o->g.force, who, err, errlen);
 	if (!ret && fresh->reshape_active)
-		ret = assemble_reshape_prev(a, fresh, c, nc, o, c[ifresh].path, err, errlen);
+		ret = assemble_reshape_prev(a, fresh, c, nc, o, who, err, errlen);
 	else if (!ret && o->g.have_reshape_bytes) {
-		fmt_err(err, errlen, "--reshape-position: %s: the array is not in the middle of a reshape",
-			c[ifresh].path);
+		fmt_err(err, errlen, "--reshape-position: %s: the array is not in the middle of a reshape", who);
 		ret = -EINVAL;
 	}
 	return ret;
 }
 
-/* Probe each candidate's metadata.  Without a manual geometry a broken
- * superblock is an error; with one, it is only noted. */
-static int probe_candidates(struct candidate *c, int n, const struct assemble_opts *o, char *err, size_t errlen)
+/* Images given that hold no member of the array read: said in extras. */
+static void note_other_images(struct array *a, const struct cand_set *cs, int g)
 {
-	for (int i = 0; i < n; i++) {
-		char perr[ERR_MAX];
-		int ret = metadata_probe(c[i].src, &c[i].meta, perr, sizeof(perr));
+	for (int img = 0; img < cs->nimages; img++) {
+		char desc[200] = "";
+		int first = -1;
 
-		if (ret == 0) {
-			c[i].has_meta = true;
-		} else if (ret != -ENOENT && !o->g.manual) {
-			fmt_err(err, errlen, "%s: %s", c[i].path, perr);
-			return ret;
+		for (int i = 0; i < cs->n; i++) {
+			if (cs->c[i].image != img)
+				continue;
+			if (cs->c[i].group == g) {
+				first = -2;
+				break;
+			}
+			if (first == -1)
+				first = i;
 		}
+		if (first < 0)
+			continue;
+		cand_group_desc(cs, cs->c[first].group, desc, sizeof(desc));
+		add_extra(a, &(struct candidate){ .path = cs->c[first].path }, "holds no member of this array "
+			  "(it is in %s)", desc);
 	}
-	return 0;
+}
+
+/* Assemble the chosen group g of cs into a. */
+static int assemble_group(struct array *a, struct cand_set *cs, int g, const struct assemble_opts *o, char *err,
+			  size_t errlen)
+{
+	struct candidate *gc = calloc((size_t)cs->groups[g].n, sizeof(*gc));
+	int n = 0, ret;
+
+	if (!gc)
+		return -ENOMEM;
+	for (int i = 0; i < cs->n; i++) {
+		if (cs->c[i].group != g)
+			continue;
+		gc[n] = cs->c[i];
+		cs->c[i].src = NULL;    /* moved */
+		n++;
+	}
+	ret = assemble_md(a, gc, n, o, err, errlen);
+	for (int i = 0; i < n; i++)
+		source_close(gc[i].src);
+	free(gc);
+	if (!ret)
+		note_other_images(a, cs, g);
+	return ret;
 }
 
 int array_assemble_sources(struct source **srcs, const char *const *names, int n, const struct assemble_opts *o,
 			   struct array **out, char *err, size_t errlen)
 {
-	struct candidate *c = NULL;
-	struct array *a = NULL;
-	int ret = 0;
+	struct cand_set cs;
+	struct array *a = calloc(1, sizeof(*a));
+	char note[600], placed[600];
+	int ret, g = -1;
 
-	c = calloc((size_t)(n > 0 ? n : 1), sizeof(*c));
-	a = calloc(1, sizeof(*a));
-	for (int i = 0; i < n; i++) {
-		if (c) {
-			c[i].path = names[i];
-			c[i].src = srcs[i];
-		} else {
-			source_close(srcs[i]);  /* taken over in every case */
-		}
-		srcs[i] = NULL;
-	}
-	if (!c || !a) {
+	ret = cand_collect(srcs, names, n, o, false, &cs, err, errlen);
+	if (!ret && !a)
 		ret = -ENOMEM;
-		goto out;
-	}
-	ret = probe_candidates(c, n, o, err, errlen);
 	if (ret)
 		goto out;
-	if (o->g.manual)
-		ret = assemble_manual(a, c, n, o, err, errlen);
-	else
-		ret = assemble_md(a, c, n, o, err, errlen);
+	if (o->g.manual) {
+		ret = assemble_manual(a, cs.c, cs.n, o, err, errlen);
+	} else {
+		ret = cand_choose(&cs, o, &g, note, sizeof(note), err, errlen);
+		if (!ret)
+			ret = cand_place(&cs, g, o, true, placed, sizeof(placed), err, errlen);
+		if (!ret)
+			ret = assemble_group(a, &cs, g, o, err, errlen);
+		if (!ret && note[0])
+			warn_add(a, "%s", note);
+		if (!ret && placed[0])
+			warn_add(a, "%s", placed);
+	}
 	if (!ret)
 		array_volume_init(a);
 out:
-	for (int i = 0; c && i < n; i++)
-		source_close(c[i].src);
-	free(c);
+	cand_set_free(&cs);
 	if (ret) {
 		if (ret == -ENOMEM && err && !*err)
 			fmt_err(err, errlen, "out of memory");
@@ -881,44 +955,47 @@ static int attach_maps(struct source **srcs, const char *const *paths, int n, co
 	return 0;
 }
 
+/* Open o's images (read-only unless o says otherwise).  0 with *srcs
+ * (calloc'ed, npaths sources) or -errno with the message. */
+static int open_images(const struct assemble_opts *o, struct source ***srcs, char *err, size_t errlen)
+{
+	const char *const *paths = o->g.paths;
+	int npaths = o->g.npaths, ret;
+
+	if (npaths <= 0 && !(o->g.manual && o->g.norder))
+		return fmt_fail(err, errlen, -EINVAL, "no member images given");
+	if (npaths > LAYOUT_MAX_DISKS * 2)
+		return fmt_fail(err, errlen, -E2BIG, "too many images (%d)", npaths);
+	for (int i = 0; i < npaths; i++)
+		for (int j = 0; j < i; j++)
+			if (!strcmp(paths[i], paths[j]))
+				return fmt_fail(err, errlen, -EINVAL, "%s: given twice", paths[i]);
+	*srcs = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof(**srcs));
+	if (!*srcs)
+		return fmt_fail(err, errlen, -ENOMEM, "out of memory");
+	for (int i = 0; i < npaths; i++) {
+		ret = source_open(paths[i], o->open_flags, &(*srcs)[i], err, errlen);
+		if (ret) {
+			for (int j = 0; j < i; j++)
+				source_close((*srcs)[j]);
+			free(*srcs);
+			*srcs = NULL;
+			return ret;
+		}
+	}
+	return 0;
+}
+
 int array_assemble(const struct assemble_opts *o, struct array **out, char *err, size_t errlen)
 {
 	const char *const *paths = o->g.paths;
 	int npaths = o->g.npaths;
-	struct source **srcs;
+	struct source **srcs = NULL;
 	char *notes = NULL;
-	int ret;
+	int ret = open_images(o, &srcs, err, errlen);
 
-	if (npaths <= 0 && !(o->g.manual && o->g.norder)) {
-		fmt_err(err, errlen, "no member images given");
-		return -EINVAL;
-	}
-	if (npaths > LAYOUT_MAX_DISKS * 2) {
-		fmt_err(err, errlen, "too many images (%d)", npaths);
-		return -E2BIG;
-	}
-	for (int i = 0; i < npaths; i++) {
-		for (int j = 0; j < i; j++) {
-			if (!strcmp(paths[i], paths[j])) {
-				fmt_err(err, errlen, "%s: given twice", paths[i]);
-				return -EINVAL;
-			}
-		}
-	}
-	srcs = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof(*srcs));
-	if (!srcs) {
-		fmt_err(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (int i = 0; i < npaths; i++) {
-		ret = source_open(paths[i], o->open_flags, &srcs[i], err, errlen);
-		if (ret) {
-			for (int j = 0; j < i; j++)
-				source_close(srcs[j]);
-			free(srcs);
-			return ret;
-		}
-	}
+	if (ret)
+		return ret;
 	ret = check_pieces(srcs, paths, npaths, err, errlen);
 	if (!ret)
 		ret = attach_maps(srcs, paths, npaths, o, &notes, err, errlen);
@@ -938,6 +1015,112 @@ int array_assemble(const struct assemble_opts *o, struct array **out, char *err,
 	free(notes);
 	free(srcs);
 	return ret;
+}
+
+/* ---- what the images hold (examine) ---- */
+
+void found_set_free(struct found_set *fs)
+{
+	for (int i = 0; fs->images && i < fs->nimages; i++) {
+		free(fs->images[i].err);
+		free(fs->images[i].note);
+	}
+	free(fs->images);
+	free(fs->members);
+	free(fs->arrays);
+	memset(fs, 0, sizeof(*fs));
+}
+
+void found_array_desc(const struct member_meta *m, char *buf, size_t len)
+{
+	char uuid[40];
+
+	meta_uuid_format(m->set_uuid, uuid);
+	snprintf(buf, len, "raid%d, %s%s, uuid %s%s%s%s", m->level, m->fmt && m->fmt->family[0] == 'm' ? "md " : "",
+		 m->format, uuid, m->set_name[0] ? ", '" : "", m->set_name, m->set_name[0] ? "'" : "");
+}
+
+int array_discover(const struct assemble_opts *o, struct found_set *fs)
+{
+	struct source **srcs = NULL;
+	struct cand_set cs;
+	char note[600];
+	int ret;
+
+	char **open_err;
+	int n = o->g.npaths;
+
+	memset(fs, 0, sizeof(*fs));
+	memset(&cs, 0, sizeof(cs));
+	fs->chosen = -1;
+	srcs = calloc((size_t)(n > 0 ? n : 1), sizeof(*srcs));
+	open_err = calloc((size_t)(n > 0 ? n : 1), sizeof(*open_err));
+	if (!srcs || !open_err) {
+		free(srcs);
+		free(open_err);
+		return -ENOMEM;
+	}
+	/* every image on its own: one that cannot be opened is said, not fatal */
+	for (int i = 0; i < n; i++) {
+		char e[ARRAY_ERR_MAX];
+
+		if (source_open(o->g.paths[i], o->open_flags, &srcs[i], e, sizeof(e)))
+			open_err[i] = strdup(e);
+	}
+	ret = cand_collect(srcs, o->g.paths, n, o, true, &cs, fs->choice_err, sizeof(fs->choice_err));
+	free(srcs);
+	for (int i = 0; i < n; i++) {
+		if (!ret && open_err[i] && !cs.images[i].err) {
+			cs.images[i].err = open_err[i];
+			open_err[i] = NULL;
+		}
+		free(open_err[i]);
+	}
+	free(open_err);
+	if (ret)
+		goto out;
+	/* the lists move over to fs */
+	fs->nimages = cs.nimages;
+	fs->images = cs.images;
+	cs.images = NULL;
+	cs.nimages = 0;
+	fs->members = calloc((size_t)(cs.n > 0 ? cs.n : 1), sizeof(*fs->members));
+	fs->arrays = calloc((size_t)(cs.ngroups > 0 ? cs.ngroups : 1), sizeof(*fs->arrays));
+	if (!fs->members || !fs->arrays) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int g = 0; g < cs.ngroups; g++) {
+		cand_place(&cs, g, o, false, NULL, 0, NULL, 0);
+		fs->arrays[g].meta = cs.c[cs.groups[g].fresh].meta;
+		fs->arrays[g].members = cs.groups[g].n;
+		fs->arrays[g].supported = cs.groups[g].supported;
+		snprintf(fs->arrays[g].why, sizeof(fs->arrays[g].why), "%s", cs.groups[g].why);
+	}
+	fs->narrays = cs.ngroups;
+	for (int i = 0; i < cs.n; i++) {
+		struct found_member *m;
+
+		if (!cs.c[i].has_meta)
+			continue;
+		m = &fs->members[fs->nmembers++];
+		m->image = cs.c[i].image;
+		m->partition = cs.c[i].partition;
+		snprintf(m->where, sizeof(m->where), "%s", cs.c[i].where);
+		m->group = cs.c[i].group;
+		m->meta = cs.c[i].meta;
+		snprintf(m->ident, sizeof(m->ident), "%s", cs.c[i].ident);
+	}
+	if (o->g.manual)
+		snprintf(fs->choice_err, sizeof(fs->choice_err), "a manual geometry");
+	else if (cs.ngroups && !cand_choose(&cs, o, &fs->chosen, note, sizeof(note), fs->choice_err,
+				       sizeof(fs->choice_err)))
+		snprintf(fs->choice_err, sizeof(fs->choice_err), "%s", note);
+	else if (!cs.ngroups)
+		snprintf(fs->choice_err, sizeof(fs->choice_err), "no RAID metadata found in the images");
+out:
+	cand_set_free(&cs);
+	return ret == -ENOMEM ? ret : 0;
 }
 
 void array_free(struct array *a)
@@ -960,8 +1143,8 @@ void array_free(struct array *a)
 
 char *array_member_path(const struct array_member *m)
 {
-	if (m->src && m->src->path)
-		return strdup(m->src->path);
+	if (m->src && source_image(m->src)->path)
+		return strdup(source_image(m->src)->path);
 	return m->path ? abs_path(m->path) : NULL;
 }
 

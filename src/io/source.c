@@ -143,6 +143,18 @@ int source_open(const char *path, int flags, struct source **out, char *err, siz
 	return ret;
 }
 
+int source_serial(struct source *s, char *buf, size_t len)
+{
+	return s->ops->serial ? s->ops->serial(s, buf, len) : -ENOENT;
+}
+
+struct source *source_image(struct source *s)
+{
+	while (s->parent)
+		s = s->parent;
+	return s;
+}
+
 struct source *source_ref(struct source *s)
 {
 	atomic_fetch_add(&s->refs, 1);

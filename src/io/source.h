@@ -45,6 +45,12 @@ struct source_ops {
 	 * zero-copy transfers), or -1; *base gets the offset in it of the
 	 * source's byte 0 (a slice of an image starts past 0).  NULL op = -1. */
 	int (*raw_fd)(struct source *s, uint64_t *base);
+	/* The serial number of the drive the image was taken from, as the
+	 * image's own container recorded it (an E01 header's), into buf
+	 * (NUL-terminated): 0, or -ENOENT when the image records none.  NULL
+	 * op: none (raw and zstd images record nothing; the drive serial that
+	 * places IMSM members then comes from --serial or the file name). */
+	int (*serial)(struct source *s, char *buf, size_t len);
 };
 
 /* Who says some of a source's bytes cannot be trusted. */
@@ -77,6 +83,11 @@ struct source {
 	char *const *files;
 	int nfiles;
 	struct source_untrusted *untrusted;   /* NULL: every byte trusted; owned */
+	/* A slice (source_slice) of parent, from byte base of it: a partition
+	 * of a whole-disk image.  NULL for an image of its own.  The slice
+	 * holds a reference on parent. */
+	struct source *parent;
+	uint64_t base;
 };
 
 enum {
@@ -172,6 +183,12 @@ int source_attach_ddrescue_map(struct source *s, const char *mapfile, char *err,
  * (the name less its last extension).  0 with *mapfile (malloc'ed) when
  * one exists, -ENOENT when none, -EEXIST with a message when both do. */
 int source_find_ddrescue_map(const char *image, char **mapfile, char *err, size_t errlen);
+/* The drive serial the image records (see source_ops.serial; a slice
+ * asks its parent): 0 or -ENOENT. */
+int source_serial(struct source *s, char *buf, size_t len);
+/* The image file a source reads: s itself, or for a slice the image it is
+ * a slice of. */
+struct source *source_image(struct source *s);
 
 /* A source of bytes [off, off + len) of parent (a partition of a
  * whole-disk image), named name (copied; e.g. "disk0.img partition 3").

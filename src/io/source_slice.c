@@ -71,6 +71,11 @@ static int slice_raw_fd(struct source *s, uint64_t *base)
 	return fd;
 }
 
+static int slice_serial(struct source *s, char *buf, size_t len)
+{
+	return source_serial(sp_of(s)->parent, buf, len);
+}
+
 static void slice_close(struct source *s)
 {
 	struct slice_priv *p = sp_of(s);
@@ -90,6 +95,7 @@ static const struct source_ops slice_ops = {
 	.sync = slice_sync,
 	.truncate = slice_truncate,
 	.raw_fd = slice_raw_fd,
+	.serial = slice_serial,
 	.close = slice_close,
 };
 
@@ -123,6 +129,8 @@ int source_slice(struct source *parent, uint64_t off, uint64_t len, const char *
 		source_close(s);
 		return fmt_fail(err, errlen, -ENOMEM, "%s: out of memory", name);
 	}
+	s->parent = parent;
+	s->base = off;
 	*out = s;
 	return 0;
 }

@@ -5,13 +5,16 @@
  *    "command": "cat", "argv": [...], "cwd": "...",
  *    "started": "2026-11-29T22:40:01Z", "finished": "...",
  *    "assembly": {"paths": [absolute image paths, in the order given],
- *                 "force": false, "manual": false,
+ *                 "force": false, "manual": false, "array": the array read
+ *                 (--array: its uuid) or null, "serials": [{"image", "serial"}]
+ *                 (--serial),
  *                 (manual only:) "level", "layout", "chunk_bytes",
  *                 "data_offset_bytes", "member_bytes", "order": [image index or -1]},
  *    "array": {"level", "layout", "layout_name", "raid_disks", "chunk_bytes",
  *              "member_bytes", "array_bytes", "verdict", "metadata", "array_uuid",
  *              "name", "events"},
- *    "members": [{"role": 0 (null: left out), "state", "path", "kind",
+ *    "members": [{"role": 0 (null: left out), "state", "path" (the image file),
+ *                 "partition" (null: the whole image), "where", "placed_by", "kind",
  *                 "data_offset_bytes", "image_bytes", "note", "sha256", "file_bytes",
  *                 "files": [{"path","what":"segment"|"piece","sha256","file_bytes"}],
  *                 "maps": [{"path","sha256","file_bytes"}] (ddrescue mapfiles),
@@ -182,9 +185,11 @@ void record_add_bool(struct custody_record *r, const char *key, bool val)
 	jadd(r->options, key, json_object_new_boolean(val));
 }
 
-static json_object *assembly_json(const struct assemble_opts *ao, const char *const *paths, int npaths)
+static json_object *assembly_json(const struct array *a, const struct assemble_opts *ao, const char *const *paths,
+				  int npaths)
 {
-	json_object *o = json_object_new_object(), *ps = json_object_new_array();
+	json_object *o = json_object_new_object(), *ps = json_object_new_array(), *ser = json_object_new_array();
+	char uuid[40];
 
 	json_object *hs = json_object_new_array();
 	bool any_hex = false;
@@ -206,6 +211,19 @@ static json_object *assembly_json(const struct assemble_opts *ao, const char *co
 		json_object_put(hs);
 	jadd(o, "force", json_object_new_boolean(ao->g.force));
 	jadd(o, "manual", json_object_new_boolean(ao->g.manual));
+	/* the array read, by its uuid: replay picks it again among others */
+	meta_uuid_format(a->uuid, uuid);
+	jadd(o, "array", a->has_meta ? jstr(uuid) : NULL);
+	for (int i = 0; i < ao->g.nserials; i++) {
+		json_object *s = json_object_new_object();
+		char *p = abs_path(ao->g.serials[i].image);
+
+		jadd(s, "image", jstr(p ? p : ao->g.serials[i].image));
+		jadd(s, "serial", jstr(ao->g.serials[i].serial));
+		json_object_array_add(ser, s);
+		free(p);
+	}
+	jadd(o, "serials", ser);
 	if (ao->g.manual) {
 		json_object *ord = json_object_new_array();
 
@@ -249,7 +267,7 @@ static json_object *geometry_json(const struct array *a)
 void record_add_array(struct custody_record *r, const struct array *a, const struct assemble_opts *ao,
 		      const char *const *paths, int npaths)
 {
-	jadd(r->root, "assembly", assembly_json(ao, paths, npaths));
+	jadd(r->root, "assembly", assembly_json(a, ao, paths, npaths));
 	jadd(r->root, "array", geometry_json(a));
 	for (int i = 0; i < a->geom.raid_disks; i++) {
 		const struct array_member *m = &a->members[i];
@@ -259,7 +277,10 @@ void record_add_array(struct custody_record *r, const struct array *a, const str
 		jadd(o, "role", json_object_new_int(i));
 		jadd(o, "state", jstr(member_state_name(m->state)));
 		jpath(o, "path", p);
-		jadd(o, "kind", jstr(m->src ? m->src->ops->kind : NULL));
+		jadd(o, "partition", m->partition ? json_object_new_int(m->partition) : NULL);
+		jadd(o, "where", m->where[0] ? jstr(m->where) : NULL);
+		jadd(o, "placed_by", m->ident[0] ? jstr(m->ident) : NULL);
+		jadd(o, "kind", jstr(m->src ? source_image(m->src)->ops->kind : NULL));
 		jadd(o, "data_offset_bytes", json_object_new_int64((int64_t)m->data_offset));
 		jadd(o, "image_bytes", json_object_new_int64((int64_t)m->image_bytes));
 		jadd(o, "untrusted_bytes", json_object_new_int64((int64_t)m->untrusted_bytes));
@@ -276,6 +297,7 @@ void record_add_array(struct custody_record *r, const struct array *a, const str
 		jadd(o, "role", NULL);
 		jadd(o, "state", jstr("not in the array"));
 		jpath(o, "path", p ? p : a->extra[i].path);
+		jadd(o, "partition", a->extra[i].partition ? json_object_new_int(a->extra[i].partition) : NULL);
 		jadd(o, "note", jstr(a->extra[i].note));
 		json_object_array_add(r->members, o);
 		free(p);

@@ -39,13 +39,15 @@ void record_free(struct custody_record *r);   /* NULL is fine */
 
 struct replay_member {
 	int role;               /* -1: an image left out of the array */
-	char *path;             /* owned */
+	char *path;             /* the image file, owned */
+	int partition;          /* 0: the whole image, else that partition of it */
 	char sha256[SHA256_HEX];
 };
 
 struct replay_spec {
 	char *command;                  /* owned */
-	struct assemble_opts ao;
+	struct assemble_opts ao;        /* ao.g.array is array's, ao.g.serials owned */
+	char *array;                    /* the recorded array's uuid, owned, or NULL */
 	char **paths;                   /* [npaths], owned */
 	int npaths;
 	struct replay_member *members;  /* [nmembers], owned */

@@ -115,6 +115,8 @@ static void load_assembly(struct jctx *c, json_object *as, struct replay_spec *r
 	json_object *ps = jget(c, as, "paths", json_type_array, true);
 	json_object *f = jget(c, as, "force", json_type_boolean, false);
 	json_object *m = jget(c, as, "manual", json_type_boolean, false);
+	json_object *arr = jget(c, as, "array", json_type_string, false);
+	json_object *ser = jget(c, as, "serials", json_type_array, false);
 
 	rs->ao.open_flags = SOURCE_READ;
 	rs->ao.g.force = f && json_object_get_boolean(f);
@@ -125,6 +127,27 @@ static void load_assembly(struct jctx *c, json_object *as, struct replay_spec *r
 		c->bad = true;
 		return;
 	}
+	if (arr && !rs->ao.g.manual)
+		rs->array = strdup(json_object_get_string(arr));
+	for (size_t i = 0; ser && i < json_object_array_length(ser) && i < LAYOUT_MAX_DISKS; i++) {
+		json_object *s = json_object_array_get_idx(ser, i);
+		json_object *img = jget(c, s, "image", json_type_string, true);
+		json_object *sn = jget(c, s, "serial", json_type_string, true);
+		struct geom_serial *gs;
+
+		if (!img || !sn)
+			return;
+		gs = realloc(rs->ao.g.serials, (i + 1) * sizeof(*gs));
+		if (!gs)
+			return;
+		rs->ao.g.serials = gs;
+		gs[i].image = strdup(json_object_get_string(img));
+		snprintf(gs[i].serial, sizeof(gs[i].serial), "%s", json_object_get_string(sn));
+		rs->ao.g.nserials = (int)i + 1;
+		if (!gs[i].image)
+			return;
+	}
+	rs->ao.g.array = rs->array;
 	if (ps) {
 		json_object *hs = jget(c, as, "paths_hex", json_type_array, false);
 
@@ -268,6 +291,7 @@ static void load_members(struct jctx *c, json_object *ms, struct replay_spec *rs
 		json_object *role = jget(c, o, "role", json_type_int, false);
 		json_object *path = jget(c, o, "path", json_type_string, false);
 		json_object *hex = jget(c, o, "path_hex", json_type_string, false);
+		json_object *part = jget(c, o, "partition", json_type_int, false);
 		struct replay_member *m = &rs->members[rs->nmembers];
 		char *p;
 
@@ -276,11 +300,12 @@ static void load_members(struct jctx *c, json_object *ms, struct replay_spec *rs
 		p = recorded_path(c, json_object_get_string(path), hex);
 		if (!p)
 			return;
+		m->partition = part ? (int)jint(c, o, "partition", false, 0, 1 << 20) : 0;
 		for (int j = 0; j < rs->nmembers; j++) {
-			if (!strcmp(rs->members[j].path, p)) {
+			if (!strcmp(rs->members[j].path, p) && rs->members[j].partition == m->partition) {
 				free(p);
-				fmt_err(c->err, c->errlen, "%s: \"members\" names %s twice", c->file,
-					json_object_get_string(path));
+				fmt_err(c->err, c->errlen, "%s: \"members\" names %s%s twice", c->file,
+					json_object_get_string(path), m->partition ? " (one partition)" : "");
 				c->bad = true;
 				return;
 			}
@@ -373,6 +398,7 @@ void replay_spec_free(struct replay_spec *rs)
 	free(rs->paths);
 	free(rs->members);
 	free(rs->command);
+	free(rs->array);
 	rs->ao.g.paths = NULL;          /* rs->paths, freed above (cmd_replay points there) */
 	geom_args_free(&rs->ao.g);
 	memset(rs, 0, sizeof(*rs));

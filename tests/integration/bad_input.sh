@@ -12,7 +12,7 @@ m=("$W"/member0.img "$W"/member1.img "$W"/member2.img "$W"/member3.img)
 sums_before=$(sha256sum "$src"/*.img "$other"/*.img | sort)
 
 : >"$W/empty.img"
-expect_fail "empty file" "empty.img.*(no md superblock|too small)" "$RAIDIMG" cat "$W/empty.img" "${m[@]:1}"
+expect_fail "empty file" "empty.img.*(no RAID metadata|too small)" "$RAIDIMG" cat "$W/empty.img" "${m[@]:1}"
 expect_fail "nonexistent path" "nope.img.*(No such file)" "$RAIDIMG" cat "$W/nope.img" "${m[@]:1}"
 mkdir -p "$W/dir.img"
 expect_fail "a directory" "dir.img.*directory" "$RAIDIMG" cat "$W/dir.img" "${m[@]:1}"

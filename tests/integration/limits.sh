@@ -115,7 +115,7 @@ expect_fail "--order with 300 entries" "order: more than 256 members" \
 mkdir -p "$TMP/many"
 for i in $(seq 0 299); do : >"$TMP/many/m$i.img"; done
 expect_fail "300 images with a manual geometry" "too many members" "$RAIDIMG" cat --level 6 "$TMP"/many/m*.img
-expect_fail "300 images with md metadata" "too many images|no md superblock|too small" "$RAIDIMG" cat "$TMP"/many/m*.img
+expect_fail "300 images with md metadata" "too many images|no RAID metadata|too small" "$RAIDIMG" cat "$TMP"/many/m*.img
 
 # 256 members of 1 GiB chunks (sparse images, manual geometry) with role 1,
 # which holds the first data chunk, missing: every byte read is rebuilt from

@@ -750,7 +750,7 @@ START_TEST(test_probe_nothing)
 	char err[256] = "";
 
 	ck_assert_int_eq(metadata_probe(&img->src, &m, err, sizeof(err)), -ENOENT);
-	ck_assert_str_eq(err, "no md superblock");
+	ck_assert_str_eq(err, "no RAID metadata (md superblock, IMSM or DDF)");
 	ck_assert_int_eq(metadata_probe(&tiny->src, &m, err, sizeof(err)), -ENOENT);
 	ck_assert_msg(strstr(err, "image is too small"), "message: %s", err);
 	ck_assert_int_eq(metadata_probe(&empty->src, &m, err, sizeof(err)), -ENOENT);
