@@ -33,6 +33,11 @@ finish() {
 	exit $?
 }
 skip() { echo "SKIP: $*"; exit 77; }
+# quick: true in the sanitizer pass of scripts/test (RAIDIMG_TEST_QUICK=1),
+# where the tests that try every combination (metadata x layout, every set
+# of missing members) take each code path once instead: under ASan they
+# would take most of the suite's time and find nothing more
+quick() { [ "${RAIDIMG_TEST_QUICK:-0}" = 1 ]; }
 
 fixture_cases() { ls "$FIXTURES" | grep -v '\.txt$'; }
 manifest() { echo "$FIXTURES/$1/manifest.json"; }

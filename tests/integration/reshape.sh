@@ -62,12 +62,14 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 	for ((i = 0; i < n; i++)); do
 		for ((j = i; j < n; j++)); do
 			[ $red = 1 ] && [ $j != $i ] && continue
+			# quick: each member missing alone, and one pair
+			quick && [ $j != $i ] && { [ $i = 0 ] && [ $j = $((n - 1)) ] || continue; }
 			sub=(); for ((x = 0; x < n; x++)); do [ $x != $i ] && [ $x != $j ] && sub+=("$d/member$x.img"); done
 			sets=$((sets + 1))
 			[ "$(catsha "${sub[@]}")" = "$want" ] || { bad=1; echo "  without members $i $j: wrong"; }
 		done
 	done
-	check "$c: degraded: all $sets sets of members without $red of them read md's bytes" test $bad = 0
+	check "$c: degraded: $(quick && echo "(quick) " || echo "all ")$sets sets of members without up to $red of them read md's bytes" test $bad = 0
 
 	# provenance: each run read straight from a member names the member that
 	# holds it - checked against where each payload sector's own tag
