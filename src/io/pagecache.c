@@ -1,0 +1,220 @@
+/* pagecache.c - see pagecache.h.
+ *
+ * Shape: a trail notes the file front to back, PC_LOOKAHEAD ahead of the
+ * ranges it is told about, and keeps the pieces noted with pages missing,
+ * in order, each with its mincore vector (one byte per page, bit 0 set:
+ * cached when noted).  pc_trail_behind walks them from the front, dropping
+ * runs of missing pages below the cut and trimming or freeing the pieces.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pagecache.h"
+
+struct noted {
+	uint64_t off, len;       /* page-aligned file range */
+	uint8_t *vec;            /* len / page bytes; owned */
+};
+
+struct pc_trail {
+	pthread_mutex_t lock;
+	int fd;                  /* not owned */
+	uint8_t *map;            /* PROT_READ mapping of the file, never touched; NULL: inactive */
+	uint64_t map_len;
+	uint64_t page;
+	uint64_t floor;          /* everything below was used: never noted again */
+	bool started;
+	uint64_t noted_hi;       /* [first range noted, noted_hi) is noted */
+	struct noted *v;         /* [n]: the ranges noted with pages missing, in order; owned */
+	size_t n, cap;
+};
+
+static uint64_t file_size(int fd)
+{
+	struct stat st;
+	off_t end;
+
+	if (fstat(fd, &st))
+		return 0;
+	if (S_ISREG(st.st_mode))
+		return (uint64_t)st.st_size;
+	if (!S_ISBLK(st.st_mode))
+		return 0;
+	end = lseek(fd, 0, SEEK_END);
+	return end > 0 ? (uint64_t)end : 0;
+}
+
+int pc_trail_open(int fd, struct pc_trail **out)
+{
+	struct pc_trail *t = calloc(1, sizeof(*t));
+	uint64_t size = fd >= 0 ? file_size(fd) : 0;
+	long ps = sysconf(_SC_PAGESIZE);
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	t->fd = fd;
+	t->page = ps > 0 ? (uint64_t)ps : 4096;
+	if (size && (uint64_t)(size_t)size == size) {
+		void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+
+		if (m != MAP_FAILED) {
+			t->map = m;
+			t->map_len = (size + t->page - 1) / t->page * t->page;
+		}
+	}
+	*out = t;
+	return 0;
+}
+
+bool pc_trail_active(const struct pc_trail *t)
+{
+	return t && t->map;
+}
+
+/* Note [g0, g1), past every range noted so far.  Under lock. */
+static void note(struct pc_trail *t, uint64_t g0, uint64_t g1)
+{
+	size_t pages = (size_t)((g1 - g0) / t->page), missing = 0;
+	struct noted x = { g0, g1 - g0, malloc(pages) };
+
+	if (!x.vec)
+		return;         /* no memory to remember: never dropped */
+	if (mincore(t->map + g0, (size_t)(g1 - g0), x.vec)) {
+		free(x.vec);
+		return;
+	}
+	for (size_t p = 0; p < pages; p++)
+		missing += !(x.vec[p] & 1);
+	if (missing && t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		struct noted *v = realloc(t->v, cap * sizeof(*v));
+
+		if (!v) {
+			free(x.vec);
+			return;
+		}
+		t->v = v;
+		t->cap = cap;
+	}
+	if (!missing) {
+		free(x.vec);    /* all cached: nothing to drop later */
+		return;
+	}
+	t->v[t->n++] = x;
+}
+
+uint64_t pc_trail_ahead(struct pc_trail *t, uint64_t off, uint64_t len, bool willneed)
+{
+	uint64_t lo, hi, want, missing = 0;
+
+	if (!pc_trail_active(t) || !len || off >= t->map_len)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	lo = off / t->page * t->page;
+	hi = len > t->map_len - off ? t->map_len : (off + len + t->page - 1) / t->page * t->page;
+	if (lo < t->floor)
+		lo = t->floor;
+	if (!t->started) {
+		t->started = true;
+		t->noted_hi = lo;
+	}
+	/* note well ahead of the range: the kernel's own read-ahead, set off
+	 * by the reads, brings in pages past it that we must not take for
+	 * pages cached before us */
+	want = t->map_len - hi > PC_LOOKAHEAD ? hi + PC_LOOKAHEAD : t->map_len;
+	while (t->noted_hi < want) {
+		uint64_t g1 = want - t->noted_hi > PC_LOOKAHEAD ? t->noted_hi + PC_LOOKAHEAD : want;
+
+		note(t, t->noted_hi, g1);
+		t->noted_hi = g1;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		const struct noted *x = &t->v[i];
+		uint64_t a = x->off > lo ? x->off : lo, b = x->off + x->len < hi ? x->off + x->len : hi;
+
+		for (uint64_t p = a; p < b; p += t->page)
+			missing += !(x->vec[(p - x->off) / t->page] & 1);
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (missing && willneed)
+		(void)posix_fadvise(t->fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
+	return missing * t->page;
+}
+
+/* Drop the runs of pages of x missing when noted, in [x->off, cut). */
+static void drop_runs(struct pc_trail *t, const struct noted *x, uint64_t cut)
+{
+	size_t pages = (size_t)(((cut < x->off + x->len ? cut : x->off + x->len) - x->off) / t->page);
+
+	for (size_t p = 0; p < pages;) {
+		size_t q;
+
+		if (x->vec[p] & 1) {
+			p++;
+			continue;
+		}
+		for (q = p; q < pages && !(x->vec[q] & 1); q++)
+			;
+		(void)posix_fadvise(t->fd, (off_t)(x->off + p * t->page), (off_t)((q - p) * t->page),
+				    POSIX_FADV_DONTNEED);
+		p = q;
+	}
+}
+
+static void behind_locked(struct pc_trail *t, uint64_t off, uint64_t cut)
+{
+	size_t done = 0;
+
+	if (off / t->page * t->page > t->floor)
+		t->floor = off / t->page * t->page;
+	for (; done < t->n && t->v[done].off < cut; done++) {
+		struct noted *x = &t->v[done];
+
+		drop_runs(t, x, cut);
+		if (x->off + x->len > cut) {
+			/* trim the front: the rest waits for a later cut */
+			size_t gone = (size_t)((cut - x->off) / t->page);
+
+			memmove(x->vec, x->vec + gone, (size_t)(x->len / t->page) - gone);
+			x->len -= cut - x->off;
+			x->off = cut;
+			break;
+		}
+		free(x->vec);
+	}
+	memmove(t->v, t->v + done, (t->n - done) * sizeof(*t->v));
+	t->n -= done;
+}
+
+void pc_trail_behind(struct pc_trail *t, uint64_t off)
+{
+	if (!pc_trail_active(t))
+		return;
+	pthread_mutex_lock(&t->lock);
+	behind_locked(t, off, off / PC_DROP_ALIGN * PC_DROP_ALIGN);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void pc_trail_close(struct pc_trail *t)
+{
+	if (!t)
+		return;
+	if (t->map) {
+		behind_locked(t, UINT64_MAX, UINT64_MAX);
+		munmap(t->map, (size_t)t->map_len);
+	}
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].vec);
+	free(t->v);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
