@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +113,7 @@ struct scrub {
 	_Atomic uint64_t speed_min, speed_max;
 	_Atomic int state;
 	uint64_t fg_idle_ns;
+	struct fg_ctl ctl;        /* the readers' latency controller (o.fg with a target); the coordinator's */
 
 	/* position and counters (read by scrub_get_progress) */
 	_Atomic uint64_t next_stripe;
@@ -227,8 +230,10 @@ static bool fg_busy(const struct scrub *s, uint64_t now)
 }
 
 /* Nanoseconds to wait before issuing more, 0 to go on.  Like md_do_sync:
- * above speed_min, respect speed_max and yield to foreground reads. */
-static uint64_t throttle_delay(struct scrub *s, bool *fg)
+ * above speed_min, respect speed_max and yield to foreground reads - by
+ * md's rule, or, when the gauge has a latency target, as its controller
+ * says (fg_gauge.h; the coordinator's alone: readers then never wait). */
+static uint64_t throttle_delay(struct scrub *s, bool reader, bool *fg)
 {
 	uint64_t now = now_ns(), dt, db, max = atomic_load(&s->speed_max), min = atomic_load(&s->speed_min);
 	uint64_t speed = speed_now(s, now, &dt, &db);
@@ -243,6 +248,8 @@ static uint64_t throttle_delay(struct scrub *s, bool *fg)
 		if (need > dt)
 			return need - dt < 50000000ull ? need - dt : 50000000ull;
 	}
+	if (s->o.fg && fg_gauge_has_target(s->o.fg))
+		return reader ? 0 : fg_ctl_delay(&s->ctl, now, (double)speed, fg);
 	if (fg_busy(s, now)) {
 		*fg = true;
 		return 1000000ull;       /* look again in 1 ms */
@@ -259,7 +266,7 @@ static void throttle(struct scrub *s, bool reader)
 
 	while (!atomic_load(&s->stop_req)) {
 		bool fg;
-		uint64_t d = throttle_delay(s, &fg);
+		uint64_t d = throttle_delay(s, reader, &fg);
 
 		if (!d || (reader && !fg))
 			return;
@@ -270,6 +277,21 @@ static void throttle(struct scrub *s, bool reader)
 		sleep_ns(d);
 		atomic_fetch_add(&s->throttle_ns, d);
 	}
+}
+
+/* Background work (scrub_opts.nice): the calling thread yields the CPU and
+ * the disks to others (a higher niceness, the lowest best-effort I/O
+ * priority).  Best effort: refused or not, the scrub goes on. */
+static void be_background(const struct scrub *s)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	if (s->o.nice <= 0)
+		return;
+	if (getpriority(PRIO_PROCESS, (id_t)tid) < s->o.nice)
+		(void)setpriority(PRIO_PROCESS, (id_t)tid, s->o.nice);
+	/* IOPRIO_WHO_PROCESS, IOPRIO_CLASS_BE level 7 */
+	(void)syscall(SYS_ioprio_set, 1, (int)tid, (2 << 13) | 7);
 }
 
 /* ------------------------------------------------------------------ */
@@ -401,6 +423,7 @@ static void *reader_main(void *arg)
 {
 	struct scrub *s = arg;
 
+	be_background(s);
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		struct batch *b = NULL;
@@ -446,6 +469,7 @@ static void batch_submit(struct scrub *s, struct batch *b, uint64_t s0, uint64_t
 	b->next = first < 0 ? s->n : first;
 	b->queued = true;
 	atomic_fetch_add(&s->issued_bytes, rows * cols);
+	fg_ctl_issued(&s->ctl, rows * cols);
 	pthread_cond_broadcast(&s->work_cv);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -1476,8 +1500,12 @@ static int scrub_run_inner(struct scrub *s)
 	s->cp_ns = now;
 	s->cp_done = 0;
 	atomic_store(&s->state, SCRUB_RUNNING);
+	be_background(s);
+	if (s->o.fg)
+		fg_ctl_begin(&s->ctl, s->o.fg, now);
 	ret = start_readers(s);
 	if (ret) {
+		fg_ctl_end(&s->ctl);
 		set_error(s, ret, "cannot start reader threads");
 		atomic_store(&s->state, SCRUB_FAILED);
 		return ret;
@@ -1486,6 +1514,7 @@ static int scrub_run_inner(struct scrub *s)
 	ret = run_loop(s);
 	stop_readers(s);
 	trails_close(s);
+	fg_ctl_end(&s->ctl);
 	if (s->o.mode == SCRUB_REPAIR && atomic_load(&s->writes)) {
 		int r2 = sync_members(s);
 		if (!ret)
