@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_stream.h"
 #include "pipeline.h"
 #include "util.h"
 
@@ -29,6 +30,7 @@ struct run {
 	struct seg_slot *slots; /* [nslots], owned */
 	uint64_t next_seg;      /* next segment (relative) a worker takes */
 	uint64_t consumed;      /* segments consumed so far */
+	struct array_stream *stream;   /* p->stream_of's trails; owned; NULL: none */
 	bool stop;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -97,6 +99,7 @@ static void *worker(void *arg)
 
 		seg_range(r, seg, &off, &len);
 		sl->bad_off = 0;
+		array_stream_ahead(r->stream, off, len, false);
 		ret = seg_read(r, slot, sl->buf, len, off, &sl->bad_off);
 
 		pthread_mutex_lock(&r->lock);
@@ -129,6 +132,7 @@ static int consume_all(struct run *r)
 		ret = p->consume(p->ctx, slot, sl->buf, len, off, sl->ret, sl->bad_off);
 		if (ret)
 			return ret;
+		array_stream_behind(r->stream, off + len);
 		pthread_mutex_lock(&r->lock);
 		sl->ready = false;
 		r->consumed = seg + 1;
@@ -167,6 +171,8 @@ int pipeline_run(const struct pipeline *p)
 		msg("out of memory for the read buffers");
 		goto out;
 	}
+	if (p->stream_of)
+		(void)array_stream_open(p->stream_of, &r.stream);   /* without memory: pages stay */
 	for (; started < p->nthreads; started++)
 		if (pthread_create(&tids[started], NULL, worker, &r))
 			break;
@@ -183,6 +189,7 @@ out:
 	pthread_mutex_unlock(&r.lock);
 	for (int i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
+	array_stream_close(r.stream);
 	for (int i = 0; r.slots && i < r.nslots; i++)
 		free(r.slots[i].buf);
 	free(r.slots);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "array.h"
 #include "volume.h"
 
 struct pipeline {
@@ -36,6 +37,10 @@ struct pipeline {
 	int (*consume)(void *ctx, int slot, const uint8_t *buf, size_t len, uint64_t off, int ret,
 		       uint64_t bad_off);
 	void *ctx;
+	/* Optional: the array whose members' page cache the run leaves as it
+	 * found it (array_stream.h: each segment noted before it is read, the
+	 * pages brought in dropped once consumed), vol being it or over it. */
+	struct array *stream_of;
 };
 
 /* Number of segment slots for nthreads workers. */

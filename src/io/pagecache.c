@@ -32,6 +32,8 @@ struct pc_trail {
 	uint64_t floor;          /* everything below was used: never noted again */
 	bool started;
 	uint64_t noted_hi;       /* [first range noted, noted_hi) is noted */
+	uint64_t lookahead;      /* noted this far past a range (PC_LOOKAHEAD) ... */
+	uint64_t piece;          /* ... in pieces of at most this (PC_LOOKAHEAD) */
 	struct noted *v;         /* [n]: the ranges noted with pages missing, in order; owned */
 	size_t n, cap;
 };
@@ -53,6 +55,11 @@ static uint64_t file_size(int fd)
 
 int pc_trail_open(int fd, struct pc_trail **out)
 {
+	return pc_trail_open_sized(fd, PC_LOOKAHEAD, PC_LOOKAHEAD, out);
+}
+
+int pc_trail_open_sized(int fd, uint64_t lookahead, uint64_t piece, struct pc_trail **out)
+{
 	struct pc_trail *t = calloc(1, sizeof(*t));
 	uint64_t size = fd >= 0 ? file_size(fd) : 0;
 	long ps = sysconf(_SC_PAGESIZE);
@@ -63,6 +70,8 @@ int pc_trail_open(int fd, struct pc_trail **out)
 	pthread_mutex_init(&t->lock, NULL);
 	t->fd = fd;
 	t->page = ps > 0 ? (uint64_t)ps : 4096;
+	t->lookahead = lookahead > t->page ? lookahead : t->page;
+	t->piece = piece > t->page ? piece / t->page * t->page : t->page;
 	if (size && (uint64_t)(size_t)size == size) {
 		void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
 
@@ -130,9 +139,9 @@ uint64_t pc_trail_ahead(struct pc_trail *t, uint64_t off, uint64_t len, bool wil
 	/* note well ahead of the range: the kernel's own read-ahead, set off
 	 * by the reads, brings in pages past it that we must not take for
 	 * pages cached before us */
-	want = t->map_len - hi > PC_LOOKAHEAD ? hi + PC_LOOKAHEAD : t->map_len;
+	want = t->map_len - hi > t->lookahead ? hi + t->lookahead : t->map_len;
 	while (t->noted_hi < want) {
-		uint64_t g1 = want - t->noted_hi > PC_LOOKAHEAD ? t->noted_hi + PC_LOOKAHEAD : want;
+		uint64_t g1 = want - t->noted_hi > t->piece ? t->noted_hi + t->piece : want;
 
 		note(t, t->noted_hi, g1);
 		t->noted_hi = g1;
@@ -150,36 +159,40 @@ uint64_t pc_trail_ahead(struct pc_trail *t, uint64_t off, uint64_t len, bool wil
 	return missing * t->page;
 }
 
-/* Drop the runs of pages of x missing when noted, in [x->off, cut). */
-static void drop_runs(struct pc_trail *t, const struct noted *x, uint64_t cut)
+/* Drop [*lo, *hi), a run of pages missing when noted (nothing when empty). */
+static void drop_run(struct pc_trail *t, uint64_t *lo, uint64_t *hi)
 {
-	size_t pages = (size_t)(((cut < x->off + x->len ? cut : x->off + x->len) - x->off) / t->page);
-
-	for (size_t p = 0; p < pages;) {
-		size_t q;
-
-		if (x->vec[p] & 1) {
-			p++;
-			continue;
-		}
-		for (q = p; q < pages && !(x->vec[q] & 1); q++)
-			;
-		(void)posix_fadvise(t->fd, (off_t)(x->off + p * t->page), (off_t)((q - p) * t->page),
-				    POSIX_FADV_DONTNEED);
-		p = q;
-	}
+	if (*hi > *lo)
+		(void)posix_fadvise(t->fd, (off_t)*lo, (off_t)(*hi - *lo), POSIX_FADV_DONTNEED);
+	*lo = *hi = 0;
 }
 
+/* Drop the pages missing when noted below cut, in runs as long as they go
+ * (across the pieces noted: a run cut at a piece's end would leave the
+ * folio straddling it), and forget them. */
 static void behind_locked(struct pc_trail *t, uint64_t off, uint64_t cut)
 {
+	uint64_t lo = 0, hi = 0;
 	size_t done = 0;
 
 	if (off / t->page * t->page > t->floor)
 		t->floor = off / t->page * t->page;
 	for (; done < t->n && t->v[done].off < cut; done++) {
 		struct noted *x = &t->v[done];
+		uint64_t end = x->off + x->len < cut ? x->off + x->len : cut;
+		size_t pages = (size_t)((end - x->off) / t->page);
 
-		drop_runs(t, x, cut);
+		for (size_t p = 0; p < pages; p++) {
+			uint64_t at = x->off + p * t->page;
+
+			if (x->vec[p] & 1)
+				continue;
+			if (at != hi)
+				drop_run(t, &lo, &hi);
+			if (hi == 0)
+				lo = at;
+			hi = at + t->page;
+		}
 		if (x->off + x->len > cut) {
 			/* trim the front: the rest waits for a later cut */
 			size_t gone = (size_t)((cut - x->off) / t->page);
@@ -191,6 +204,7 @@ static void behind_locked(struct pc_trail *t, uint64_t off, uint64_t cut)
 		}
 		free(x->vec);
 	}
+	drop_run(t, &lo, &hi);
 	memmove(t->v, t->v + done, (t->n - done) * sizeof(*t->v));
 	t->n -= done;
 }

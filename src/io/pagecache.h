@@ -41,6 +41,9 @@ struct pc_trail;
  * *out is owned by the caller (pc_trail_close); it is a trail that does
  * nothing when the file cannot be mapped.  0 or -ENOMEM. */
 int pc_trail_open(int fd, struct pc_trail **out);
+/* The same, noting lookahead bytes past each range, in pieces of at most
+ * `piece` bytes (pc_trail_open: PC_LOOKAHEAD both; other sizes: tests). */
+int pc_trail_open_sized(int fd, uint64_t lookahead, uint64_t piece, struct pc_trail **out);
 
 /* About to read file bytes [off, off + len): note residency up to
  * PC_LOOKAHEAD past it and, if willneed and some of its pages were missing

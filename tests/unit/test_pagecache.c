@@ -18,7 +18,7 @@
 #include "pagecache.h"
 
 #define MIB (1ull << 20)
-#define FILE_BYTES (16 * MIB)
+#define FILE_BYTES (64 * MIB)     /* sequential reads that far get the kernel to 2 MiB folios */
 
 static char path[64];
 static int fd = -1;
@@ -181,6 +181,29 @@ START_TEST(cut_aligned)
 }
 END_TEST
 
+/* Pieces noted at every MiB from 1 MiB (a data area 1 MiB into the file):
+ * what is dropped goes in runs across the pieces, so the kernel's large
+ * folios (up to 2 MiB, aligned; sequential reads get them) that straddle
+ * a piece's end at an odd MiB go too - nothing stays behind the cursor or
+ * once the stream is over. */
+START_TEST(runs_across_pieces)
+{
+	struct pc_trail *t;
+
+	drop_all();
+	ck_assert_int_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL), 0);
+	ck_assert_int_eq(pc_trail_open_sized(fd, PC_LOOKAHEAD, MIB, &t), 0);
+	for (uint64_t o = MIB; o < FILE_BYTES; o += MIB) {
+		ck_assert_uint_eq(pc_trail_ahead(t, o, MIB, false), MIB);
+		read_range(o, MIB);
+		pc_trail_behind(t, o + MIB);
+		ck_assert_uint_eq(resident(MIB, (o + MIB) / PC_DROP_ALIGN * PC_DROP_ALIGN - MIB), 0);
+	}
+	pc_trail_close(t);
+	ck_assert_uint_eq(resident(MIB, FILE_BYTES - MIB), 0);
+}
+END_TEST
+
 /* No file to map: a trail that does nothing (and does no harm). */
 START_TEST(inactive)
 {
@@ -214,6 +237,7 @@ int main(void)
 	tcase_add_test(tc, stream_keeps_cached);
 	tcase_add_test(tc, noted_once);
 	tcase_add_test(tc, cut_aligned);
+	tcase_add_test(tc, runs_across_pieces);
 	tcase_add_test(tc, inactive);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
