@@ -1,6 +1,12 @@
 /* array_stream.c - see array_stream.h.  Array offsets become stripes, and
  * stripes [s0, s1) every member's data-area bytes [s0 * chunk, s1 * chunk). */
+
+/* Read-ahead asked of each member: windows of this, kept up to one past
+ * what is being read (the members' storage sees requests of this size
+ * whatever the reads; nothing is asked where everything is cached). */
+#define RA_WINDOW ((uint64_t)2 << 20)
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "array_stream.h"
@@ -11,6 +17,8 @@ struct array_stream {
 	int n;
 	struct pc_trail **trail;      /* [n]; NULL: none for that member */
 	uint64_t *base;               /* [n]: file offset of the member's data area */
+	uint64_t *ra_end;             /* [n]: data-area bytes asked ahead so far (under lock) */
+	pthread_mutex_t lock;
 };
 
 int array_stream_open(struct array *a, struct array_stream **out)
@@ -22,9 +30,11 @@ int array_stream_open(struct array *a, struct array_stream **out)
 		return -ENOMEM;
 	as->a = a;
 	as->n = a->prev ? 0 : a->geom.raid_disks;
+	pthread_mutex_init(&as->lock, NULL);
 	as->trail = calloc((size_t)as->n + 1, sizeof(*as->trail));
 	as->base = calloc((size_t)as->n + 1, sizeof(*as->base));
-	if (!as->trail || !as->base) {
+	as->ra_end = calloc((size_t)as->n + 1, sizeof(*as->ra_end));
+	if (!as->trail || !as->base || !as->ra_end) {
 		array_stream_close(as);
 		return -ENOMEM;
 	}
@@ -59,9 +69,25 @@ void array_stream_ahead(struct array_stream *as, uint64_t off, uint64_t len, boo
 	sbytes = cb * (uint64_t)as->a->k;
 	s0 = off / sbytes;
 	s1 = (off + len + sbytes - 1) / sbytes;
-	for (int d = 0; d < as->n; d++)
-		if (as->trail[d])
-			pc_trail_ahead(as->trail[d], as->base[d] + s0 * cb, (s1 - s0) * cb, willneed);
+	for (int d = 0; d < as->n; d++) {
+		uint64_t lim = as->a->members[d].readable_bytes;
+
+		if (!as->trail[d])
+			continue;
+		pc_trail_ahead(as->trail[d], as->base[d] + s0 * cb, (s1 - s0) * cb, false);
+		if (!willneed)
+			continue;
+		pthread_mutex_lock(&as->lock);
+		if (as->ra_end[d] < s0 * cb)
+			as->ra_end[d] = s0 * cb;
+		while (as->ra_end[d] < s1 * cb + RA_WINDOW && as->ra_end[d] < lim) {
+			uint64_t n = lim - as->ra_end[d] < RA_WINDOW ? lim - as->ra_end[d] : RA_WINDOW;
+
+			pc_trail_ahead(as->trail[d], as->base[d] + as->ra_end[d], n, true);
+			as->ra_end[d] += n;
+		}
+		pthread_mutex_unlock(&as->lock);
+	}
 }
 
 void array_stream_behind(struct array_stream *as, uint64_t off)
@@ -85,5 +111,7 @@ void array_stream_close(struct array_stream *as)
 		pc_trail_close(as->trail[d]);
 	free(as->trail);
 	free(as->base);
+	free(as->ra_end);
+	pthread_mutex_destroy(&as->lock);
 	free(as);
 }

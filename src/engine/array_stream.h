@@ -21,8 +21,9 @@ struct array_stream;
  * *out is the caller's (array_stream_close).  0 or -ENOMEM. */
 int array_stream_open(struct array *a, struct array_stream **out);
 
-/* Array bytes [off, off + len) are about to be read (willneed: ask the
- * members to read their part ahead, in one request each). */
+/* Array bytes [off, off + len) are about to be read (willneed: keep each
+ * member asked to read ahead, in 2 MiB windows up to one past the range,
+ * where its pages are not cached). */
 void array_stream_ahead(struct array_stream *as, uint64_t off, uint64_t len, bool willneed);
 
 /* Every array byte below off has been used. */

@@ -2,8 +2,9 @@
  * with several threads, in order.
  *
  * Worker threads read consecutive segments of the array (whole stripes of
- * about 8 MiB, or 8 MiB pieces of larger stripes, aligned to array offset 0 so every member sees large reads)
- * into a ring of 2 x nthreads buffers; the calling thread hands each
+ * about 2 MiB - at least 128 KiB of each member, up to 8 MiB -, or 2 MiB
+ * pieces of larger stripes, aligned to array offset 0) into a ring of
+ * 2 x nthreads buffers; the calling thread hands each
  * segment, in array order, to a consume callback (write it out, hash it,
  * ...).  A segment's buffer is reused only after it was consumed.
  * Used by cat, export, replay and examine --hash.
@@ -46,9 +47,9 @@ struct pipeline {
 /* Number of segment slots for nthreads workers. */
 int pipeline_nslots(int nthreads);
 
-/* Bytes per segment for this volume (whole multiples of its alignment -
- * an array's stripes - when they fit in 8 MiB). */
-uint64_t pipeline_segment_bytes(const struct volume *v);
+/* Bytes per segment of the run p would make (whole multiples of its
+ * volume's alignment - an array's stripes - when they fit in 8 MiB). */
+uint64_t pipeline_segment_bytes(const struct pipeline *p);
 
 /* Tell the user why reading the array at off failed: ret -EIO names the
  * first offset that cannot be rebuilt (bad_off), another -errno its cause. */
