@@ -3,7 +3,8 @@
  * Shape: a trail notes the file front to back, PC_LOOKAHEAD ahead of the
  * ranges it is told about, and keeps the pieces noted with pages missing,
  * in order, each with its mincore vector (one byte per page, bit 0 set:
- * cached when noted).  pc_trail_behind walks them from the front, dropping
+ * cached when noted; none when cachestat says no page was: one count per
+ * piece settles the usual all-or-nothing cases).  pc_trail_behind walks them from the front, dropping
  * runs of missing pages below the cut and trimming or freeing the pieces.
  */
 #include <errno.h>
@@ -14,13 +15,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pagecache.h"
 
 struct noted {
 	uint64_t off, len;       /* page-aligned file range */
-	uint8_t *vec;            /* len / page bytes; owned */
+	uint8_t *vec;            /* len / page bytes; owned; NULL: no page was cached */
 };
 
 struct pc_trail {
@@ -89,20 +91,45 @@ bool pc_trail_active(const struct pc_trail *t)
 	return t && t->map;
 }
 
+#ifndef __NR_cachestat
+#define __NR_cachestat 451      /* the same on every architecture but alpha */
+#endif
+
+/* Pages of file bytes [off, off + len) in the page cache (cachestat(2),
+ * Linux 6.5: one walk of the cache per range, where mincore looks each page
+ * up on its own); -1 where the kernel cannot say. */
+static int64_t cached_pages(int fd, uint64_t off, uint64_t len)
+{
+	struct { uint64_t off, len; } range = { off, len };
+	struct { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; } cs;
+
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
+		return -1;
+	return (int64_t)cs.nr_cache;
+}
+
 /* Note [g0, g1), past every range noted so far.  Under lock. */
 static void note(struct pc_trail *t, uint64_t g0, uint64_t g1)
 {
 	size_t pages = (size_t)((g1 - g0) / t->page), missing = 0;
-	struct noted x = { g0, g1 - g0, malloc(pages) };
+	int64_t cached = cached_pages(t->fd, g0, g1 - g0);
+	struct noted x = { g0, g1 - g0, NULL };
 
-	if (!x.vec)
-		return;         /* no memory to remember: never dropped */
-	if (mincore(t->map + g0, (size_t)(g1 - g0), x.vec)) {
-		free(x.vec);
-		return;
+	if (cached == (int64_t)pages)
+		return;         /* all cached: nothing to drop later */
+	if (cached == 0) {
+		missing = pages;        /* none cached: no vector needed */
+	} else {
+		x.vec = malloc(pages);
+		if (!x.vec)
+			return;         /* no memory to remember: never dropped */
+		if (mincore(t->map + g0, (size_t)(g1 - g0), x.vec)) {
+			free(x.vec);
+			return;
+		}
+		for (size_t p = 0; p < pages; p++)
+			missing += !(x.vec[p] & 1);
 	}
-	for (size_t p = 0; p < pages; p++)
-		missing += !(x.vec[p] & 1);
 	if (missing && t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 16;
 		struct noted *v = realloc(t->v, cap * sizeof(*v));
@@ -151,7 +178,7 @@ uint64_t pc_trail_ahead(struct pc_trail *t, uint64_t off, uint64_t len, bool wil
 		uint64_t a = x->off > lo ? x->off : lo, b = x->off + x->len < hi ? x->off + x->len : hi;
 
 		for (uint64_t p = a; p < b; p += t->page)
-			missing += !(x->vec[(p - x->off) / t->page] & 1);
+			missing += !x->vec || !(x->vec[(p - x->off) / t->page] & 1);
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (missing && willneed)
@@ -185,7 +212,7 @@ static void behind_locked(struct pc_trail *t, uint64_t off, uint64_t cut)
 		for (size_t p = 0; p < pages; p++) {
 			uint64_t at = x->off + p * t->page;
 
-			if (x->vec[p] & 1)
+			if (x->vec && (x->vec[p] & 1))
 				continue;
 			if (at != hi)
 				drop_run(t, &lo, &hi);
@@ -197,7 +224,8 @@ static void behind_locked(struct pc_trail *t, uint64_t off, uint64_t cut)
 			/* trim the front: the rest waits for a later cut */
 			size_t gone = (size_t)((cut - x->off) / t->page);
 
-			memmove(x->vec, x->vec + gone, (size_t)(x->len / t->page) - gone);
+			if (x->vec)
+				memmove(x->vec, x->vec + gone, (size_t)(x->len / t->page) - gone);
 			x->len -= cut - x->off;
 			x->off = cut;
 			break;

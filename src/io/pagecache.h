@@ -21,9 +21,10 @@
  * (at most 2 MiB, naturally aligned) never straddle such a piece; a cut
  * inside one waits for the next call (or the close).
  *
- * What it costs: one mincore per PC_LOOKAHEAD of file (a byte of vector
- * per page, kept for pages missing until they are dropped), a WILLNEED per
- * range with pages missing, a DONTNEED per run of pages to drop.  A trail whose file cannot be mapped does nothing: the
+ * What it costs: one cachestat(2) per PC_LOOKAHEAD of file, and a mincore
+ * where only part of it is cached (a byte of vector per page, kept until
+ * the pages are dropped), a WILLNEED per range with pages missing, a
+ * DONTNEED per run of pages to drop.  A trail whose file cannot be mapped does nothing: the
  * pages stay where the reads put them.  Thread-safe (one lock per trail).
  */
 #ifndef RAIDIMG_PAGECACHE_H
