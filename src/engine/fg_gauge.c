@@ -343,7 +343,7 @@ static void ctl_readers(struct fg_ctl *c, uint64_t now, double speed, uint64_t n
 {
 	struct fg_gauge *g = c->g;
 	uint64_t abs_ns = atomic_load(&g->target_ns), milli = atomic_load(&g->target_milli);
-	bool judged = false, over = false, want_probe = false;
+	bool judged = false, over = false, far_over = false, want_probe = false;
 	double worst = -1;
 	uint64_t probed;
 
@@ -362,6 +362,7 @@ static void ctl_readers(struct fg_ctl *c, uint64_t now, double speed, uint64_t n
 		tgt = abs_ns ? abs_ns : base * milli / 1000;
 		judged = true;
 		over = over || p99 > tgt;
+		far_over = far_over || p99 > 2 * tgt;
 		if ((double)p99 / (double)tgt > worst) {
 			worst = (double)p99 / (double)tgt;
 			atomic_store(&g->st_class, cls);
@@ -379,6 +380,14 @@ static void ctl_readers(struct fg_ctl *c, uint64_t now, double speed, uint64_t n
 	}
 	if (!judged)
 		return;         /* nothing to judge by yet: hold */
+	/* a p99 is a noisy figure on a busy machine: one window over the
+	 * target is taken for noise, two in a row (or one far over) are not */
+	if (over && !far_over && !c->was_over) {
+		c->was_over = true;
+		ctl_publish(c, c->rate ? FG_PHASE_LIMITED : FG_PHASE_FREE);
+		return;
+	}
+	c->was_over = over;
 	if (over) {
 		if (!c->rate)
 			c->rate = speed > MIN_STEP ? speed : MIN_STEP;
@@ -433,10 +442,8 @@ uint64_t fg_ctl_delay(struct fg_ctl *c, uint64_t now, double speed, bool *limite
 		if (in < FG_PROBE_NS) {
 			/* the work in flight has settled: the reads from now on
 			 * are idle ones, in an epoch of their own */
-			if (in >= FG_PROBE_SETTLE_NS && atomic_load(&c->g->bg)) {
-				idle_turn(c->g, atomic_load(&c->g->cur));
+			if (in >= FG_PROBE_SETTLE_NS && atomic_load(&c->g->bg))
 				atomic_store(&c->g->bg, 0);
-			}
 			*limited = true;
 			return FG_PROBE_NS - in < 5000000ull ? FG_PROBE_NS - in : 5000000ull;
 		}

@@ -20,12 +20,13 @@
  *    (struct fg_ctl, run by the background work) measures the readers' p99
  *    per size class over windows of FG_WINDOW_NS (longer while reads are
  *    few) and sets the work's rate: times FG_DECREASE when a class is over
- *    its target, plus a FG_INCREASE_DIV-th of the work's solo speed when all
- *    are under it, doubling (up to unlimited) while nobody reads.  Where a
- *    class being read has no recent baseline (none yet, or its last idle
- *    read is FG_PROBE_EVERY_NS old) the work pauses for FG_PROBE_NS (a
- *    probe; at most once per FG_PROBE_EVERY_NS) so the readers' idle
- *    latency can be measured.  The work's own limits (md's speed_min and
+ *    its target two windows in a row (or twice over it once: a p99 is noisy),
+ *    plus a FG_INCREASE_DIV-th of the work's solo speed when all are under
+ *    it, doubling (up to unlimited) while nobody reads.  Where a class being
+ *    read has no recent baseline (none yet, or its last idle read is
+ *    FG_PROBE_EVERY_NS old) the work pauses for FG_PROBE_NS (a probe; at
+ *    most once per FG_PROBE_EVERY_NS) so the readers' idle latency can be
+ *    measured; the idle latencies of the probes add up in the epochs.  The work's own limits (md's speed_min and
  *    speed_max) still bound it.
  * The controller publishes its state in the gauge (fg_gauge_ctl_state) for
  * the mount's status.  Thread-safe: the front end's threads, the background
@@ -47,7 +48,7 @@
 #define FG_DEFAULT_TARGET_MILLI 1500 /* default target: p99 <= 1.5 x idle */
 #define FG_WINDOW_NS 100000000ull    /* controller window: 100 ms ... */
 #define FG_WINDOW_MAX_NS 1000000000ull /* ... up to 1 s while reads are few */
-#define FG_WINDOW_READS 200          /* ... enough reads to end a window early */
+#define FG_WINDOW_READS 500          /* ... enough latencies to end a window early */
 #define FG_PROBE_NS 250000000ull     /* a probe pauses the work this long */
 #define FG_PROBE_SETTLE_NS 30000000ull /* of which the first part is not counted (work in flight) */
 #define FG_PROBE_EVERY_NS 20000000000ull
@@ -155,6 +156,7 @@ struct fg_ctl {
 	double rate;                 /* bytes/s per member; 0: unlimited */
 	double solo;                 /* the fastest the work went with nobody reading */
 	uint64_t probe_start;        /* 0: not probing */
+	bool was_over;               /* the last window judged was over its target */
 	double tokens;               /* bytes per member the work may still issue */
 	uint64_t tok_ns;             /* when tokens were last topped up */
 };

@@ -185,6 +185,33 @@ START_TEST(controller_moves)
 }
 END_TEST
 
+/* Over the target but not twice over it: noise until a second window in
+ * a row says so too. */
+START_TEST(debounce)
+{
+	struct fg_gauge g;
+	struct fg_ctl c;
+	struct fg_ctl_state st;
+	uint64_t now = 1000 * MS;
+	bool limited;
+
+	fg_gauge_init(&g);
+	reads(&g, &now, 1000, 20 * US, 4096);              /* target: 30.72 us */
+	fg_ctl_begin(&c, &g, now);
+	window(&c, &g, &now, FG_WINDOW_READS, 40 * US, 1e8, &limited);
+	window(&c, &g, &now, FG_WINDOW_READS, 20 * US, 1e8, &limited);
+	window(&c, &g, &now, FG_WINDOW_READS, 40 * US, 1e8, &limited);
+	fg_gauge_ctl_state(&g, &st);
+	ck_assert_uint_eq(st.decreases, 0);
+	ck_assert_int_eq(st.phase, FG_PHASE_FREE);
+	window(&c, &g, &now, FG_WINDOW_READS, 40 * US, 1e8, &limited);
+	fg_gauge_ctl_state(&g, &st);
+	ck_assert_uint_eq(st.decreases, 1);
+	ck_assert_int_eq(st.phase, FG_PHASE_LIMITED);
+	fg_ctl_end(&c);
+}
+END_TEST
+
 /* Too few reads for a window: it goes on up to FG_WINDOW_MAX_NS. */
 START_TEST(long_window)
 {
@@ -311,6 +338,7 @@ int main(void)
 	tcase_add_test(tc, idle_epochs);
 	tcase_add_test(tc, busy_not_idle);
 	tcase_add_test(tc, controller_moves);
+	tcase_add_test(tc, debounce);
 	tcase_add_test(tc, long_window);
 	tcase_add_test(tc, probe);
 	tcase_add_test(tc, tokens);
