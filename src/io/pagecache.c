@@ -4,7 +4,9 @@
  * ranges it is told about, and keeps the pieces noted with pages missing,
  * in order, each with its mincore vector (one byte per page, bit 0 set:
  * cached when noted; none when cachestat says no page was: one count per
- * piece settles the usual all-or-nothing cases).  pc_trail_behind walks them from the front, dropping
+ * piece settles the usual all-or-nothing cases; where cachestat(2) is
+ * missing (ENOSYS before Linux 6.5) or fails, every piece is told by
+ * mincore over a mapping of that piece alone, made and unmapped in note()).  pc_trail_behind walks them from the front, dropping
  * runs of missing pages below the cut and trimming or freeing the pieces.
  */
 #include <errno.h>
@@ -28,8 +30,7 @@ struct noted {
 struct pc_trail {
 	pthread_mutex_t lock;
 	int fd;                  /* not owned */
-	uint8_t *map;            /* PROT_READ mapping of the file, never touched; NULL: inactive */
-	uint64_t map_len;
+	uint64_t end;            /* the file's size, rounded up to a page; 0: inactive */
 	uint64_t page;
 	uint64_t floor;          /* everything below was used: never noted again */
 	bool started;
@@ -74,21 +75,14 @@ int pc_trail_open_sized(int fd, uint64_t lookahead, uint64_t piece, struct pc_tr
 	t->page = ps > 0 ? (uint64_t)ps : 4096;
 	t->lookahead = lookahead > t->page ? lookahead : t->page;
 	t->piece = piece > t->page ? piece / t->page * t->page : t->page;
-	if (size && (uint64_t)(size_t)size == size) {
-		void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-
-		if (m != MAP_FAILED) {
-			t->map = m;
-			t->map_len = (size + t->page - 1) / t->page * t->page;
-		}
-	}
+	t->end = (size + t->page - 1) / t->page * t->page;
 	*out = t;
 	return 0;
 }
 
 bool pc_trail_active(const struct pc_trail *t)
 {
-	return t && t->map;
+	return t && t->end;
 }
 
 #ifndef __NR_cachestat
@@ -120,11 +114,19 @@ static void note(struct pc_trail *t, uint64_t g0, uint64_t g1)
 	if (cached == 0) {
 		missing = pages;        /* none cached: no vector needed */
 	} else {
+		/* page by page: mincore over a mapping of the piece alone (never
+		 * touched; mapped only for this, so that a trail holds no
+		 * address space) */
+		void *m = mmap(NULL, (size_t)(g1 - g0), PROT_READ, MAP_SHARED, t->fd, (off_t)g0);
+		int r;
+
+		if (m == MAP_FAILED)
+			return;         /* cannot tell: taken as cached, never dropped */
 		x.vec = malloc(pages);
-		if (!x.vec)
-			return;         /* no memory to remember: never dropped */
-		if (mincore(t->map + g0, (size_t)(g1 - g0), x.vec)) {
-			free(x.vec);
+		r = x.vec ? mincore(m, (size_t)(g1 - g0), x.vec) : -1;
+		munmap(m, (size_t)(g1 - g0));
+		if (r) {
+			free(x.vec);    /* no memory to remember, or no answer: never dropped */
 			return;
 		}
 		for (size_t p = 0; p < pages; p++)
@@ -152,11 +154,11 @@ uint64_t pc_trail_ahead(struct pc_trail *t, uint64_t off, uint64_t len, bool wil
 {
 	uint64_t lo, hi, want, missing = 0;
 
-	if (!pc_trail_active(t) || !len || off >= t->map_len)
+	if (!pc_trail_active(t) || !len || off >= t->end)
 		return 0;
 	pthread_mutex_lock(&t->lock);
 	lo = off / t->page * t->page;
-	hi = len > t->map_len - off ? t->map_len : (off + len + t->page - 1) / t->page * t->page;
+	hi = len > t->end - off ? t->end : (off + len + t->page - 1) / t->page * t->page;
 	if (lo < t->floor)
 		lo = t->floor;
 	if (!t->started) {
@@ -166,7 +168,7 @@ uint64_t pc_trail_ahead(struct pc_trail *t, uint64_t off, uint64_t len, bool wil
 	/* note well ahead of the range: the kernel's own read-ahead, set off
 	 * by the reads, brings in pages past it that we must not take for
 	 * pages cached before us */
-	want = t->map_len - hi > t->lookahead ? hi + t->lookahead : t->map_len;
+	want = t->end - hi > t->lookahead ? hi + t->lookahead : t->end;
 	while (t->noted_hi < want) {
 		uint64_t g1 = want - t->noted_hi > t->piece ? t->noted_hi + t->piece : want;
 
@@ -250,10 +252,8 @@ void pc_trail_close(struct pc_trail *t)
 {
 	if (!t)
 		return;
-	if (t->map) {
+	if (t->end)
 		behind_locked(t, UINT64_MAX, UINT64_MAX);
-		munmap(t->map, (size_t)t->map_len);
-	}
 	for (size_t i = 0; i < t->n; i++)
 		free(t->v[i].vec);
 	free(t->v);

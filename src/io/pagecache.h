@@ -3,8 +3,9 @@
  * A trail follows one file a command streams through (scrub, rebuild, cat,
  * export, compress, hashes), offsets in the file, mostly front to back.
  * Before a range is read, pc_trail_ahead makes sure the residency of the
- * file's pages is noted from there to PC_LOOKAHEAD past the range (mincore(2)
- * over a mapping of the file that is never touched; noted before the reads
+ * file's pages is noted from there to PC_LOOKAHEAD past the range
+ * (cachestat(2), or mincore(2) over a mapping of the piece that is never
+ * touched and unmapped at once; noted before the reads
  * so that the pages the kernel's own read-ahead brings in are known for
  * ours) and, when some of the range's pages are missing, asks the kernel to
  * read the range in one go (POSIX_FADV_WILLNEED: the disk sees requests of
@@ -24,8 +25,10 @@
  * What it costs: one cachestat(2) per PC_LOOKAHEAD of file, and a mincore
  * where only part of it is cached (a byte of vector per page, kept until
  * the pages are dropped), a WILLNEED per range with pages missing, a
- * DONTNEED per run of pages to drop.  A trail whose file cannot be mapped does nothing: the
- * pages stay where the reads put them.  Thread-safe (one lock per trail).
+ * DONTNEED per run of pages to drop.  A trail holds no address space.  A
+ * trail over something that is not a file or block device, or whose pages
+ * cannot be told, does nothing: the pages stay where the reads put them.
+ * Thread-safe (one lock per trail).
  */
 #ifndef RAIDIMG_PAGECACHE_H
 #define RAIDIMG_PAGECACHE_H
@@ -40,7 +43,7 @@ struct pc_trail;
 
 /* A trail over fd (not owned: it must stay open until pc_trail_close).
  * *out is owned by the caller (pc_trail_close); it is a trail that does
- * nothing when the file cannot be mapped.  0 or -ENOMEM. */
+ * nothing when fd is not a (non-empty) file or block device.  0 or -ENOMEM. */
 int pc_trail_open(int fd, struct pc_trail **out);
 /* The same, noting lookahead bytes past each range, in pieces of at most
  * `piece` bytes (pc_trail_open: PC_LOOKAHEAD both; other sizes: tests). */
@@ -57,7 +60,7 @@ uint64_t pc_trail_ahead(struct pc_trail *t, uint64_t off, uint64_t len, bool wil
  * it (down to a PC_DROP_ALIGN boundary). */
 void pc_trail_behind(struct pc_trail *t, uint64_t off);
 
-/* Whether the trail works (its file could be mapped). */
+/* Whether the trail works (fd is a non-empty file or block device). */
 bool pc_trail_active(const struct pc_trail *t);
 
 /* Drop every page still noted missing, then free the trail.  NULL is fine. */

@@ -2,8 +2,11 @@
  * drops the pages a stream brought into the page cache, behind its cursor
  * and at the close, and keeps those that were cached before; a range is
  * noted once; cuts wait for 2 MiB boundaries; a file that cannot be mapped
- * gives a trail that does nothing.  Residency is read back with mincore(2)
- * on a mapping of the test's own.  The file lives in the current directory;
+ * gives a trail that does nothing.  Every test runs twice: on this kernel,
+ * and with cachestat(2) failing ENOSYS (a seccomp filter in the test's
+ * child, as on kernels before 6.5: the trail tells residency by mincore
+ * alone).  Residency is read back with mincore(2) on a mapping of the
+ * test's own.  The file lives in the current directory;
  * the program skips (77) when the file system there keeps pages the kernel
  * is asked to drop (tmpfs) or the kernel does not report residency. */
 #include <check.h>
@@ -12,7 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pagecache.h"
@@ -222,10 +230,46 @@ START_TEST(inactive)
 }
 END_TEST
 
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+/* From here on (this test's child), cachestat(2) fails ENOSYS as on a
+ * kernel without it; checked that it does. */
+static void no_cachestat(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_cachestat, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	struct { uint64_t off, len; } range = { 0, MIB };
+	uint64_t cs[5];
+
+	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+	errno = 0;
+	ck_assert_int_eq(syscall(__NR_cachestat, fd, &range, cs, 0), -1);
+	ck_assert_int_eq(errno, ENOSYS);
+}
+
+static void add_tests(TCase *tc)
+{
+	tcase_add_test(tc, stream_drops_behind);
+	tcase_add_test(tc, stream_keeps_cached);
+	tcase_add_test(tc, noted_once);
+	tcase_add_test(tc, cut_aligned);
+	tcase_add_test(tc, runs_across_pieces);
+	tcase_add_test(tc, inactive);
+}
+
 int main(void)
 {
 	Suite *s = suite_create("pagecache");
 	TCase *tc = tcase_create("trail");
+	TCase *tn = tcase_create("trail_without_cachestat");
 	SRunner *sr;
 	int failed;
 
@@ -233,13 +277,13 @@ int main(void)
 		fprintf(stderr, "test_pagecache: this file system or kernel shows no page-cache drop (tmpfs?): skipped\n");
 		return 77;
 	}
-	tcase_add_test(tc, stream_drops_behind);
-	tcase_add_test(tc, stream_keeps_cached);
-	tcase_add_test(tc, noted_once);
-	tcase_add_test(tc, cut_aligned);
-	tcase_add_test(tc, runs_across_pieces);
-	tcase_add_test(tc, inactive);
+	add_tests(tc);
 	suite_add_tcase(s, tc);
+	/* the filter stays with the process: in fork mode a child's, without
+	 * fork every test after it (these come last) */
+	tcase_add_checked_fixture(tn, no_cachestat, NULL);
+	add_tests(tn);
+	suite_add_tcase(s, tn);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
