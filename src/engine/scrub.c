@@ -52,12 +52,15 @@
  * check finds them in the CPU's caches just after the readers copied them
  * in (at 36 members, 1 MiB per member in DRAM-sized buffers cost half the
  * speed); each member's piece stays between SLICE_MIN (fewer, larger
- * copies) and SLICE_MAX (measured: 128-256 KiB per member copies fastest,
- * scripts/bench_scrub).  The members' storage still sees request_bytes
- * requests: the read-ahead windows (trails_ahead). */
+ * copies) and SLICE_MAX (arrays of up to 32 members, where the budget
+ * shared out is larger than 256 KiB: fewer batches and hand-offs to the
+ * readers; 1 MiB against 256 KiB, members cached, best of 9 on a busy
+ * machine: 1.20x-1.39x faster at 5-16 members, 20-30 % less CPU).  The
+ * members' storage still sees request_bytes requests: the read-ahead
+ * windows (trails_ahead). */
 #define CACHE_BUDGET ((uint64_t)8 << 20)
 #define SLICE_MIN ((uint64_t)64 << 10)
-#define SLICE_MAX ((uint64_t)256 << 10)
+#define SLICE_MAX ((uint64_t)1 << 20)
 #define SPEED_WINDOW_NS 1000000000ull    /* the speed is measured over 1-2 s */
 #define DEFAULT_CHECKPOINT_NS (10ull * 1000000000ull)
 #define DEFAULT_CHECKPOINT_BYTES ((uint64_t)256 << 20)
