@@ -61,6 +61,13 @@
 #define CACHE_BUDGET ((uint64_t)8 << 20)
 #define SLICE_MIN ((uint64_t)64 << 10)
 #define SLICE_MAX ((uint64_t)1 << 20)
+/* Read-ahead asked of each member past the batch being submitted, in
+ * request_bytes windows (at least one): a disk with a long latency per
+ * request needs several in flight.  Cold 4 GiB arrays, best of 3, busy
+ * machine and disk: 8 MiB against one window, RAID5 5x512K 8.29 -> 5.71 s
+ * (parallel dd of the members: 2.64-10.75 s), RAID6 16x64K 5.56 -> 4.79 s.
+ * At most this much more of each member is in the page cache at a time. */
+#define RA_DEPTH ((uint64_t)8 << 20)
 #define SPEED_WINDOW_NS 1000000000ull    /* the speed is measured over 1-2 s */
 #define DEFAULT_CHECKPOINT_NS (10ull * 1000000000ull)
 #define DEFAULT_CHECKPOINT_BYTES ((uint64_t)256 << 20)
@@ -362,8 +369,9 @@ static void trails_open(struct scrub *s)
 }
 
 /* Before batch [s0, s0 + rows) x [c0, c0 + cols) is read: keep every
- * member that serves it asked to read a window ahead of it (one
- * request_bytes request to its storage, counted as the member's request). */
+ * member that serves it asked to read RA_DEPTH (or one window, if larger)
+ * ahead of it, in windows of request_bytes, each counted as a member
+ * request (the kernel is asked to read only where pages are missing). */
 static void trails_ahead(struct scrub *s, uint64_t s0, uint64_t rows, uint32_t c0, uint32_t cols)
 {
 	uint64_t end = rows > 1 || c0 + cols >= s->cb ? (s0 + rows) * s->cb : s0 * s->cb + c0 + cols;
@@ -376,7 +384,7 @@ static void trails_ahead(struct scrub *s, uint64_t s0, uint64_t rows, uint32_t c
 		lim = s->a->members[m].readable_bytes;
 		if (s->ra_end[m] < s0 * s->cb + c0)
 			s->ra_end[m] = s0 * s->cb + c0;
-		while (s->ra_end[m] < end + s->window && s->ra_end[m] < lim) {
+		while (s->ra_end[m] < end + (s->window > RA_DEPTH ? s->window : RA_DEPTH) && s->ra_end[m] < lim) {
 			uint64_t len = lim - s->ra_end[m] < s->window ? lim - s->ra_end[m] : s->window;
 
 			pc_trail_ahead(s->trail[m], s->trail_base[m] + s->ra_end[m], len, true);
