@@ -381,7 +381,11 @@ static void trails_ahead(struct scrub *s, uint64_t s0, uint64_t rows, uint32_t c
 
 		if (!s->trail[m] || !batch_rows(s, m, s0, rows))
 			continue;
+		/* never past the stripes this scrub covers (a shard or --range
+		 * reads, and counts, its own member bytes only) */
 		lim = s->a->members[m].readable_bytes;
+		if (lim > s->o.stripe_end * s->cb)
+			lim = s->o.stripe_end * s->cb;
 		if (s->ra_end[m] < s0 * s->cb + c0)
 			s->ra_end[m] = s0 * s->cb + c0;
 		while (s->ra_end[m] < end + (s->window > RA_DEPTH ? s->window : RA_DEPTH) && s->ra_end[m] < lim) {
