@@ -240,6 +240,7 @@ static int run_cat(struct cat_args *ca, int argc, char **argv)
 	pl.nthreads = (int)ca->nthreads;
 	pl.consume = cat_consume;
 	pl.ctx = &o;
+	pl.stream_of = a;       /* leave the members' page cache as found */
 	custody_pipeline(&cr, &pl);
 	t0 = now_ns();
 	ret = -1;

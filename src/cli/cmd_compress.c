@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "custody.h"
 #include "outfile.h"
+#include "pagecache.h"
 #include "progress.h"
 #include "sysio.h"
 #include "util.h"
@@ -130,28 +131,57 @@ static void input_close(struct input *in)
 		close(in->fd);
 }
 
+/* A page-cache trail over the file the input reads as it is (a plain file
+ * or a zstd stream; none for a seekable zstd image): what compress brings
+ * into the page cache goes behind it (pagecache.h).  *base: the file
+ * offset of the input's byte 0.  NULL: none. */
+static struct pc_trail *input_trail(struct input *in, uint64_t *base)
+{
+	struct pc_trail *t = NULL;
+	int fd = -1;
+
+	*base = 0;
+	if (in->stream)
+		fd = in->fd;
+	else if (in->src->ops->raw_fd)
+		fd = in->src->ops->raw_fd(in->src, base);
+	if (fd >= 0 && !pc_trail_open(fd, &t) && !pc_trail_active(t)) {
+		pc_trail_close(t);
+		t = NULL;
+	}
+	return t;
+}
+
 /* Feed a raw or seekable source to the writer. */
 static int copy_source(struct input *in, struct zseek_writer *w, struct sha256 *h, struct progress *pg,
 		       uint8_t *buf)
 {
+	uint64_t base;
+	struct pc_trail *t = input_trail(in, &base);
+	int ret = 0;
+
 	for (uint64_t off = 0; off < in->size;) {
 		size_t n = in->size - off < READ_BYTES ? (size_t)(in->size - off) : READ_BYTES;
-		int ret = source_pread(in->src, buf, n, off);
 
+		pc_trail_ahead(t, base + off, n, false);
+		ret = source_pread(in->src, buf, n, off);
 		if (ret) {
 			msg("%s: read error at offset %" PRIu64 ": %s", in->src->path, off, strerror(-ret));
-			return -1;
+			ret = -1;
+			break;
 		}
 		if (h)
 			sha256_update(h, buf, n);
 		ret = zseek_writer_write(w, buf, n);
 		if (ret)
-			return ret;
+			break;
 		off += n;
 		in->data_bytes += n;
 		progress_update(pg, off);
+		pc_trail_behind(t, base + off);
 	}
-	return 0;
+	pc_trail_close(t);
+	return ret;
 }
 
 /* Decompress a plain zstd stream into the writer. */
@@ -161,7 +191,8 @@ static int copy_stream(const char *path, struct input *in, struct zseek_writer *
 	ZSTD_DCtx *d = ZSTD_createDCtx();
 	size_t outcap = ZSTD_DStreamOutSize(), last = 0;
 	uint8_t *out = malloc(outcap);
-	uint64_t consumed = 0;
+	uint64_t consumed = 0, base;
+	struct pc_trail *t = input_trail(in, &base);
 	int ret = -1;
 
 	if (!d || !out) {
@@ -169,7 +200,10 @@ static int copy_stream(const char *path, struct input *in, struct zseek_writer *
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = read(in->fd, buf, READ_BYTES);
+		ssize_t n;
+
+		pc_trail_ahead(t, consumed, READ_BYTES, false);
+		n = read(in->fd, buf, READ_BYTES);
 		ZSTD_inBuffer ib = { buf, n > 0 ? (size_t)n : 0, 0 };
 
 		if (n < 0) {
@@ -199,6 +233,7 @@ static int copy_stream(const char *path, struct input *in, struct zseek_writer *
 		}
 		consumed += (uint64_t)n;
 		progress_update(pg, consumed);
+		pc_trail_behind(t, consumed);
 	}
 	if (last != 0) {
 		msg("%s: the zstd data ends in the middle of a frame: truncated", path);
@@ -206,6 +241,7 @@ static int copy_stream(const char *path, struct input *in, struct zseek_writer *
 	}
 	ret = 0;
 out:
+	pc_trail_close(t);
 	free(out);
 	ZSTD_freeDCtx(d);
 	return ret;

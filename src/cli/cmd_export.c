@@ -288,6 +288,7 @@ int cmd_export(int argc, char **argv)
 	pl.nthreads = o.nthreads;
 	pl.consume = export_consume;
 	pl.ctx = &eo;
+	pl.stream_of = a;       /* leave the members' page cache as found */
 	custody_pipeline(&cr, &pl);
 	if (ov)
 		pl.vol = overlay_volume(ov);

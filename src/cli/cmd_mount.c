@@ -76,11 +76,16 @@ static void usage(FILE *f)
 		   "  degraded             the number of members missing or not in sync\n"
 		   "  array_state          readonly (members opened read-only: never written);\n"
 		   "                       with --allow-repair: active while a repair runs, clean\n"
+		   "  sync_latency_target  how the scrub yields to the image's readers: their p99\n"
+		   "                       latency held to a factor of its idle value (1.5x), or\n"
+		   "                       a time (500us), or 0: md's rule (back off while read)\n"
 		   "status shows the scrub's progress, counts, last mismatches, speed and limits.\n"
 		   "  --speed-limit-min RATE  floor kept while yielding to readers of the mount\n"
 		   "                       (default 1000 = KiB/s, md's)\n"
 		   "  --speed-limit-max RATE  ceiling (default: unlimited); RATE as in scrub: KiB/s\n"
 		   "                       or a size per second such as 50M\n"
+		   "  --latency-target T   sync_latency_target at the start (default 1.5: readers'\n"
+		   "                       p99 <= 1.5 x idle); T as that file takes it\n"
 		   "  --scrub-log FILE     append every mismatch, write and end of a scrub to FILE\n"
 		   "                       as JSON lines (the records of raidimg scrub --json)\n"
 		   "  --allow-repair       open the member images for writing so that `repair`\n"
@@ -408,7 +413,7 @@ struct mount_args {
 static int parse_args(int argc, char **argv, struct mount_args *ma)
 {
 	enum { OPT_NAME = 0x2001, OPT_ALLOW_OTHER, OPT_THREADS, OPT_ALLOW_REPAIR, OPT_SCRUB_LOG, OPT_SPEED_MIN,
-	       OPT_SPEED_MAX, OPT_OVERLAY, OPT_LOG, OPT_NONEMPTY };
+	       OPT_SPEED_MAX, OPT_OVERLAY, OPT_LOG, OPT_NONEMPTY, OPT_LATENCY };
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "name", required_argument, NULL, OPT_NAME },
@@ -421,6 +426,7 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 		{ "speed-limit-min", required_argument, NULL, OPT_SPEED_MIN },
 		{ "speed-limit-max", required_argument, NULL, OPT_SPEED_MAX },
 		{ "nonempty", no_argument, NULL, OPT_NONEMPTY },
+		{ "latency-target", required_argument, NULL, OPT_LATENCY },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		ARRAY_LONG_OPTIONS,
@@ -458,6 +464,14 @@ static int parse_args(int argc, char **argv, struct mount_args *ma)
 					   opt == OPT_SPEED_MIN ? &ma->so.speed_min : &ma->so.speed_max))
 				return -1;
 			ma->scrub_opts = true;
+			break;
+		case OPT_LATENCY:
+			if (fg_target_parse(optarg, &ma->so.latency_milli, &ma->so.latency_ns)) {
+				msg("--latency-target %s: give a factor of the readers' idle p99 (1.01-100, e.g. "
+				    "1.5), a time (1us-10s, e.g. 500us or 2ms), or 0 for md's rule", optarg);
+				return -1;
+			}
+			ma->so.latency_set = ma->scrub_opts = true;
 			break;
 		case 'h': usage(stdout); return 1;
 		default: return -1;
@@ -661,8 +675,8 @@ static int check_mountpoint(const struct mount_args *ma, struct stat *st)
 	if (check_not_mounted(mp) || check_empty(ma, st))
 		return -1;
 	if (ma->scrub_opts && !S_ISDIR(st->st_mode)) {
-		msg("%s: --allow-repair, --scrub-log and --speed-limit-* are for the scrub's control files, "
-		    "which need a directory as the mountpoint", mp);
+		msg("%s: --allow-repair, --scrub-log, --speed-limit-* and --latency-target are for the scrub's "
+		    "control files, which need a directory as the mountpoint", mp);
 		return -1;
 	}
 	return 0;

@@ -165,6 +165,7 @@ static int replay_read(const struct replay_spec *rs, struct array *a, const char
 	pl.nthreads = nthreads;
 	pl.consume = replay_consume;
 	pl.ctx = &ro;
+	pl.stream_of = a;       /* leave the members' page cache as found */
 	progress_start(&ro.pg, "replay", rs->length, isatty(STDERR_FILENO));
 	ret = pipeline_run(&pl);
 	progress_end(&ro.pg, ro.done, !ret);

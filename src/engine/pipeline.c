@@ -6,10 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_stream.h"
 #include "pipeline.h"
 #include "util.h"
 
-#define SEGMENT_TARGET (8u << 20)
+/* Segments are whole stripes, about SEGMENT_TARGET of them: small enough
+ * that a segment is still in the CPU's caches when it is consumed (8 MiB
+ * ones cost up to twice the copying: scripts/bench_all), but each member's
+ * part at least MEMBER_MIN (one request per member and segment) as long as
+ * that stays within SEGMENT_MAX; stripes larger than SEGMENT_MAX are read
+ * in SEGMENT_TARGET pieces. */
+#define SEGMENT_TARGET (2u << 20)
+#define SEGMENT_MAX (8u << 20)
+#define MEMBER_MIN (128u << 10)
 
 struct seg_slot {
 	uint8_t *buf;           /* segment_bytes, owned */
@@ -29,6 +38,7 @@ struct run {
 	struct seg_slot *slots; /* [nslots], owned */
 	uint64_t next_seg;      /* next segment (relative) a worker takes */
 	uint64_t consumed;      /* segments consumed so far */
+	struct array_stream *stream;   /* p->stream_of's trails; owned; NULL: none */
 	bool stop;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -39,13 +49,17 @@ int pipeline_nslots(int nthreads)
 	return nthreads * 2;
 }
 
-uint64_t pipeline_segment_bytes(const struct volume *v)
+uint64_t pipeline_segment_bytes(const struct pipeline *p)
 {
-	uint64_t stripe = v->align ? v->align : 1;
-	uint64_t seg = SEGMENT_TARGET / stripe * stripe;
+	uint64_t stripe = p->vol->align ? p->vol->align : 1, n;
 
-	/* huge stripes: pieces of them (never GiBs per slot) */
-	return seg ? seg : SEGMENT_TARGET;
+	if (stripe > SEGMENT_MAX)
+		return SEGMENT_TARGET;  /* huge stripes: pieces of them (never GiBs per slot) */
+	n = SEGMENT_TARGET / stripe ? SEGMENT_TARGET / stripe : 1;
+	if (p->stream_of && !p->stream_of->prev)
+		while (n * p->stream_of->geom.chunk_bytes < MEMBER_MIN && (n + 1) * stripe <= SEGMENT_MAX)
+			n++;
+	return n * stripe;
 }
 
 /* Segment i (relative) covers [off, off+len): segments are aligned to
@@ -97,6 +111,7 @@ static void *worker(void *arg)
 
 		seg_range(r, seg, &off, &len);
 		sl->bad_off = 0;
+		array_stream_ahead(r->stream, off, len, true);
 		ret = seg_read(r, slot, sl->buf, len, off, &sl->bad_off);
 
 		pthread_mutex_lock(&r->lock);
@@ -129,6 +144,7 @@ static int consume_all(struct run *r)
 		ret = p->consume(p->ctx, slot, sl->buf, len, off, sl->ret, sl->bad_off);
 		if (ret)
 			return ret;
+		array_stream_behind(r->stream, off + len);
 		pthread_mutex_lock(&r->lock);
 		sl->ready = false;
 		r->consumed = seg + 1;
@@ -147,7 +163,7 @@ int pipeline_run(const struct pipeline *p)
 	memset(&r, 0, sizeof(r));
 	r.p = p;
 	r.end = p->start + p->length;
-	r.seg_bytes = pipeline_segment_bytes(p->vol);
+	r.seg_bytes = pipeline_segment_bytes(p);
 	r.first = p->start / r.seg_bytes;
 	r.nseg = p->length ? (r.end - 1) / r.seg_bytes - r.first + 1 : 0;
 	r.nslots = pipeline_nslots(p->nthreads);
@@ -167,6 +183,8 @@ int pipeline_run(const struct pipeline *p)
 		msg("out of memory for the read buffers");
 		goto out;
 	}
+	if (p->stream_of)
+		(void)array_stream_open(p->stream_of, &r.stream);   /* without memory: pages stay */
 	for (; started < p->nthreads; started++)
 		if (pthread_create(&tids[started], NULL, worker, &r))
 			break;
@@ -183,6 +201,7 @@ out:
 	pthread_mutex_unlock(&r.lock);
 	for (int i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
+	array_stream_close(r.stream);
 	for (int i = 0; r.slots && i < r.nslots; i++)
 		free(r.slots[i].buf);
 	free(r.slots);

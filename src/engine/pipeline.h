@@ -2,8 +2,9 @@
  * with several threads, in order.
  *
  * Worker threads read consecutive segments of the array (whole stripes of
- * about 8 MiB, or 8 MiB pieces of larger stripes, aligned to array offset 0 so every member sees large reads)
- * into a ring of 2 x nthreads buffers; the calling thread hands each
+ * about 2 MiB - at least 128 KiB of each member, up to 8 MiB -, or 2 MiB
+ * pieces of larger stripes, aligned to array offset 0) into a ring of
+ * 2 x nthreads buffers; the calling thread hands each
  * segment, in array order, to a consume callback (write it out, hash it,
  * ...).  A segment's buffer is reused only after it was consumed.
  * Used by cat, export, replay and examine --hash.
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "array.h"
 #include "volume.h"
 
 struct pipeline {
@@ -36,14 +38,18 @@ struct pipeline {
 	int (*consume)(void *ctx, int slot, const uint8_t *buf, size_t len, uint64_t off, int ret,
 		       uint64_t bad_off);
 	void *ctx;
+	/* Optional: the array whose members' page cache the run leaves as it
+	 * found it (array_stream.h: each segment noted before it is read, the
+	 * pages brought in dropped once consumed), vol being it or over it. */
+	struct array *stream_of;
 };
 
 /* Number of segment slots for nthreads workers. */
 int pipeline_nslots(int nthreads);
 
-/* Bytes per segment for this volume (whole multiples of its alignment -
- * an array's stripes - when they fit in 8 MiB). */
-uint64_t pipeline_segment_bytes(const struct volume *v);
+/* Bytes per segment of the run p would make (whole multiples of its
+ * volume's alignment - an array's stripes - when they fit in 8 MiB). */
+uint64_t pipeline_segment_bytes(const struct pipeline *p);
 
 /* Tell the user why reading the array at off failed: ret -EIO names the
  * first offset that cannot be rebuilt (bad_off), another -errno its cause. */

@@ -29,11 +29,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 
 #include "member_io.h"
+#include "pagecache.h"
 #include "parity.h"
 #include "outfile.h"
 #include "scrub.h"
@@ -45,6 +48,26 @@
 #define MAX_READERS 16
 #define DEFAULT_READERS 4
 #define MEM_MAX ((uint64_t)256 << 20)    /* all batch buffers together */
+/* A batch's bytes of all members together stay within this, so that the
+ * check finds them in the CPU's caches just after the readers copied them
+ * in (at 36 members, 1 MiB per member in DRAM-sized buffers cost half the
+ * speed); each member's piece stays between SLICE_MIN (fewer, larger
+ * copies) and SLICE_MAX (arrays of up to 32 members, where the budget
+ * shared out is larger than 256 KiB: fewer batches and hand-offs to the
+ * readers; 1 MiB against 256 KiB, members cached, best of 9 on a busy
+ * machine: 1.20x-1.39x faster at 5-16 members, 20-30 % less CPU).  The
+ * members' storage still sees request_bytes requests: the read-ahead
+ * windows (trails_ahead). */
+#define CACHE_BUDGET ((uint64_t)8 << 20)
+#define SLICE_MIN ((uint64_t)64 << 10)
+#define SLICE_MAX ((uint64_t)1 << 20)
+/* Read-ahead asked of each member past the batch being submitted, in
+ * request_bytes windows (at least one): a disk with a long latency per
+ * request needs several in flight.  Cold 4 GiB arrays, best of 3, busy
+ * machine and disk: 8 MiB against one window, RAID5 5x512K 8.29 -> 5.71 s
+ * (parallel dd of the members: 2.64-10.75 s), RAID6 16x64K 5.56 -> 4.79 s.
+ * At most this much more of each member is in the page cache at a time. */
+#define RA_DEPTH ((uint64_t)8 << 20)
 #define SPEED_WINDOW_NS 1000000000ull    /* the speed is measured over 1-2 s */
 #define DEFAULT_CHECKPOINT_NS (10ull * 1000000000ull)
 #define DEFAULT_CHECKPOINT_BYTES ((uint64_t)256 << 20)
@@ -78,6 +101,7 @@ struct scrub {
 	uint64_t rows;            /* rows per batch */
 	uint64_t rows_max;        /* the last batch may take a short tail too */
 	uint32_t cols;            /* bytes of each chunk per batch */
+	uint64_t window;          /* read-ahead window per member (request_bytes) */
 	struct batch batch[NBATCH];
 	uint8_t *mem;             /* batch buffers; owned */
 	uint8_t *scratch;         /* P', Q', lost blocks, recovery/locate scratch; owned */
@@ -99,6 +123,7 @@ struct scrub {
 	_Atomic uint64_t speed_min, speed_max;
 	_Atomic int state;
 	uint64_t fg_idle_ns;
+	struct fg_ctl ctl;        /* the readers' latency controller (o.fg with a target); the coordinator's */
 
 	/* position and counters (read by scrub_get_progress) */
 	_Atomic uint64_t next_stripe;
@@ -113,6 +138,13 @@ struct scrub {
 
 	/* checkpoint */
 	uint64_t cp_ns, cp_done;
+
+	/* the members' page cache (pagecache.h), the coordinator's: a trail
+	 * per member read through a plain file (NULL: none), the file offset
+	 * of its data area, and the data-area bytes asked ahead so far */
+	struct pc_trail **trail;
+	uint64_t *trail_base;
+	uint64_t *ra_end;
 
 	/* outcome */
 	_Atomic uint64_t t_end;   /* when scrub_run ended, 0 before */
@@ -208,8 +240,10 @@ static bool fg_busy(const struct scrub *s, uint64_t now)
 }
 
 /* Nanoseconds to wait before issuing more, 0 to go on.  Like md_do_sync:
- * above speed_min, respect speed_max and yield to foreground reads. */
-static uint64_t throttle_delay(struct scrub *s, bool *fg)
+ * above speed_min, respect speed_max and yield to foreground reads - by
+ * md's rule, or, when the gauge has a latency target, as its controller
+ * says (fg_gauge.h; the coordinator's alone: readers then never wait). */
+static uint64_t throttle_delay(struct scrub *s, bool reader, bool *fg)
 {
 	uint64_t now = now_ns(), dt, db, max = atomic_load(&s->speed_max), min = atomic_load(&s->speed_min);
 	uint64_t speed = speed_now(s, now, &dt, &db);
@@ -224,6 +258,8 @@ static uint64_t throttle_delay(struct scrub *s, bool *fg)
 		if (need > dt)
 			return need - dt < 50000000ull ? need - dt : 50000000ull;
 	}
+	if (s->o.fg && fg_gauge_has_target(s->o.fg))
+		return reader ? 0 : fg_ctl_delay(&s->ctl, now, (double)speed, fg);
 	if (fg_busy(s, now)) {
 		*fg = true;
 		return 1000000ull;       /* look again in 1 ms */
@@ -240,7 +276,7 @@ static void throttle(struct scrub *s, bool reader)
 
 	while (!atomic_load(&s->stop_req)) {
 		bool fg;
-		uint64_t d = throttle_delay(s, &fg);
+		uint64_t d = throttle_delay(s, reader, &fg);
 
 		if (!d || (reader && !fg))
 			return;
@@ -251,6 +287,21 @@ static void throttle(struct scrub *s, bool reader)
 		sleep_ns(d);
 		atomic_fetch_add(&s->throttle_ns, d);
 	}
+}
+
+/* Background work (scrub_opts.nice): the calling thread yields the CPU and
+ * the disks to others (a higher niceness, the lowest best-effort I/O
+ * priority).  Best effort: refused or not, the scrub goes on. */
+static void be_background(const struct scrub *s)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	if (s->o.nice <= 0)
+		return;
+	if (getpriority(PRIO_PROCESS, (id_t)tid) < s->o.nice)
+		(void)setpriority(PRIO_PROCESS, (id_t)tid, s->o.nice);
+	/* IOPRIO_WHO_PROCESS, IOPRIO_CLASS_BE level 7 */
+	(void)syscall(SYS_ioprio_set, 1, (int)tid, (2 << 13) | 7);
 }
 
 /* ------------------------------------------------------------------ */
@@ -276,15 +327,93 @@ static void read_member(struct scrub *s, struct batch *b, int m)
 
 	if (!rows)
 		return;
-	/* row_ok is the inverse of member_read_rows' bad map */
-	/* untrusted bytes (a ddrescue map, EWF acquisition errors, md's
+	/* row_ok is the inverse of member_read_rows' bad map; a member with
+	 * a trail counts its read-ahead windows as its requests instead.
+	 * Untrusted bytes (a ddrescue map, EWF acquisition errors, md's
 	 * bad-block log) lose their chunk like a failed read: the stripe is
 	 * checked with the redundancy left, never reported as a mismatch */
-	failed = member_read_rows(s->a, m, b->buf[m], rows, b->cols, b->s0 * s->cb + b->c0, s->cb, 0, 0, ok, &s->io);
+	failed = member_read_rows(s->a, m, b->buf[m], rows, b->cols, b->s0 * s->cb + b->c0, s->cb, 0, 0, ok,
+				  s->trail[m] ? NULL : &s->io);
 	for (uint64_t r = 0; r < rows; r++)
 		ok[r] = !ok[r];
 	if (failed)
 		atomic_fetch_add(&s->read_errors, failed);
+}
+
+/* ------------------------------------------------------------------ */
+/* the members' page cache                                              */
+/* ------------------------------------------------------------------ */
+
+/* A trail for every member read through a plain file (not the role a
+ * rebuild recomputes).  Without memory for one, the member has none. */
+static void trails_open(struct scrub *s)
+{
+	for (int m = 0; m < s->n; m++) {
+		struct array_member *am = &s->a->members[m];
+		uint64_t base;
+		int fd;
+
+		s->ra_end[m] = 0;
+		if (!am->src || !am->src->ops->raw_fd || (s->o.mode == SCRUB_REBUILD && m == s->o.rebuild_role))
+			continue;
+		fd = am->src->ops->raw_fd(am->src, &base);
+		if (fd < 0 || pc_trail_open(fd, &s->trail[m]))
+			continue;
+		if (!pc_trail_active(s->trail[m])) {
+			pc_trail_close(s->trail[m]);
+			s->trail[m] = NULL;
+			continue;
+		}
+		s->trail_base[m] = base + am->data_offset;
+	}
+}
+
+/* Before batch [s0, s0 + rows) x [c0, c0 + cols) is read: keep every
+ * member that serves it asked to read RA_DEPTH (or one window, if larger)
+ * ahead of it, in windows of request_bytes, each counted as a member
+ * request (the kernel is asked to read only where pages are missing). */
+static void trails_ahead(struct scrub *s, uint64_t s0, uint64_t rows, uint32_t c0, uint32_t cols)
+{
+	uint64_t end = rows > 1 || c0 + cols >= s->cb ? (s0 + rows) * s->cb : s0 * s->cb + c0 + cols;
+
+	for (int m = 0; m < s->n; m++) {
+		uint64_t lim;
+
+		if (!s->trail[m] || !batch_rows(s, m, s0, rows))
+			continue;
+		/* never past the stripes this scrub covers (a shard or --range
+		 * reads, and counts, its own member bytes only) */
+		lim = s->a->members[m].readable_bytes;
+		if (lim > s->o.stripe_end * s->cb)
+			lim = s->o.stripe_end * s->cb;
+		if (s->ra_end[m] < s0 * s->cb + c0)
+			s->ra_end[m] = s0 * s->cb + c0;
+		while (s->ra_end[m] < end + (s->window > RA_DEPTH ? s->window : RA_DEPTH) && s->ra_end[m] < lim) {
+			uint64_t len = lim - s->ra_end[m] < s->window ? lim - s->ra_end[m] : s->window;
+
+			pc_trail_ahead(s->trail[m], s->trail_base[m] + s->ra_end[m], len, true);
+			atomic_fetch_add(&s->io.requests, 1);
+			atomic_fetch_add(&s->io.bytes, len);
+			s->ra_end[m] += len;
+		}
+	}
+}
+
+/* Every member's data area below moff has been used. */
+static void trails_behind(struct scrub *s, uint64_t moff)
+{
+	for (int m = 0; m < s->n; m++)
+		if (s->trail[m])
+			pc_trail_behind(s->trail[m], s->trail_base[m] + moff);
+}
+
+/* The run ended: what the trails brought in goes. */
+static void trails_close(struct scrub *s)
+{
+	for (int m = 0; s->trail && m < s->n; m++) {
+		pc_trail_close(s->trail[m]);
+		s->trail[m] = NULL;
+	}
 }
 
 /* The next member job, oldest batch first; NULL if none.  Under lock. */
@@ -309,6 +438,7 @@ static void *reader_main(void *arg)
 {
 	struct scrub *s = arg;
 
+	be_background(s);
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		struct batch *b = NULL;
@@ -334,6 +464,7 @@ static void batch_submit(struct scrub *s, struct batch *b, uint64_t s0, uint64_t
 {
 	int first = -1;
 
+	trails_ahead(s, s0, rows, c0, cols);
 	pthread_mutex_lock(&s->lock);
 	b->s0 = s0;
 	b->rows = rows;
@@ -353,6 +484,7 @@ static void batch_submit(struct scrub *s, struct batch *b, uint64_t s0, uint64_t
 	b->next = first < 0 ? s->n : first;
 	b->queued = true;
 	atomic_fetch_add(&s->issued_bytes, rows * cols);
+	fg_ctl_issued(&s->ctl, rows * cols);
 	pthread_cond_broadcast(&s->work_cv);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -1070,26 +1202,36 @@ static int check_mode(struct array *a, const struct scrub_opts *o, char *err, si
 	return -EINVAL;
 }
 
-/* Batch shape: rows of whole chunks up to request_bytes per member, or
- * power-of-two column slices of one chunk when a chunk is larger. */
+/* Batch shape: rows of whole chunks up to a slice per member (the cache
+ * budget shared out, within SLICE_MIN..SLICE_MAX and request_bytes), or
+ * power-of-two column slices of one chunk when a chunk is larger; the
+ * read-ahead window is request_bytes. */
 static void plan_batches(struct scrub *s)
 {
 	uint64_t req = s->o.request_bytes ? s->o.request_bytes : SCRUB_DEFAULT_REQUEST;
 	uint64_t cap = MEM_MAX / 2 / (NBATCH * (uint64_t)s->n);     /* rows_max <= 2 rows */
+	uint64_t slice = CACHE_BUDGET / (uint64_t)s->n;
 
-	if (req > cap)
-		req = cap;
-	if (req < SCRUB_UNIT)
-		req = SCRUB_UNIT;
-	if (s->cb <= req) {
-		s->rows = req / s->cb;
+	s->window = req;
+	if (slice < SLICE_MIN)
+		slice = SLICE_MIN;
+	if (slice > SLICE_MAX)
+		slice = SLICE_MAX;
+	if (slice > req)
+		slice = req;
+	if (slice > cap)
+		slice = cap;
+	if (slice < SCRUB_UNIT)
+		slice = SCRUB_UNIT;
+	if (s->cb <= slice) {
+		s->rows = slice / s->cb;
 		s->cols = (uint32_t)s->cb;
 		/* a tail shorter than half a batch joins the last batch, so that
 		 * no member request is small (cursor_next) */
 		s->rows_max = s->rows + (s->rows + 1) / 2;
 	} else {
 		uint64_t c = SCRUB_UNIT;
-		while (c * 2 <= req)
+		while (c * 2 <= slice)
 			c *= 2;
 		s->rows = s->rows_max = 1;
 		s->cols = (uint32_t)c;
@@ -1120,6 +1262,11 @@ static int alloc_buffers(struct scrub *s)
 	/* P', Q', two lost blocks, then 2 blocks of recovery/locate scratch */
 	s->scratch = xaligned_alloc((size_t)s->cols * 6);
 	s->fix = malloc(s->cols);
+	s->trail = calloc((size_t)s->n, sizeof(*s->trail));
+	s->trail_base = calloc((size_t)s->n, sizeof(*s->trail_base));
+	s->ra_end = calloc((size_t)s->n, sizeof(*s->ra_end));
+	if (!s->trail || !s->trail_base || !s->ra_end)
+		return -ENOMEM;
 	if (s->o.mode == SCRUB_REBUILD)
 		s->out = xaligned_alloc(slot);
 	if (!s->mem || !s->scratch || !s->fix || (s->o.mode == SCRUB_REBUILD && !s->out))
@@ -1283,6 +1430,7 @@ static int batch_finish(struct scrub *s, struct batch *b)
 	if (ret)
 		return ret;
 	atomic_fetch_add(&s->done_bytes, b->rows * b->cols);
+	trails_behind(s, b->s0 * s->cb + b->c0 + (b->rows > 1 ? b->rows * s->cb : b->cols));
 	if (b->c0 + b->cols < s->cb)
 		return 0;       /* a column slice that does not end its stripe */
 	end = b->s0 + b->rows;
@@ -1367,14 +1515,21 @@ static int scrub_run_inner(struct scrub *s)
 	s->cp_ns = now;
 	s->cp_done = 0;
 	atomic_store(&s->state, SCRUB_RUNNING);
+	be_background(s);
+	if (s->o.fg)
+		fg_ctl_begin(&s->ctl, s->o.fg, now);
 	ret = start_readers(s);
 	if (ret) {
+		fg_ctl_end(&s->ctl);
 		set_error(s, ret, "cannot start reader threads");
 		atomic_store(&s->state, SCRUB_FAILED);
 		return ret;
 	}
+	trails_open(s);
 	ret = run_loop(s);
 	stop_readers(s);
+	trails_close(s);
+	fg_ctl_end(&s->ctl);
 	if (s->o.mode == SCRUB_REPAIR && atomic_load(&s->writes)) {
 		int r2 = sync_members(s);
 		if (!ret)
@@ -1538,6 +1693,10 @@ void scrub_free(struct scrub *s)
 	free(s->scratch);
 	free(s->fix);
 	free(s->out);
+	trails_close(s);
+	free(s->trail);
+	free(s->trail_base);
+	free(s->ra_end);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->mark_lock);
 	pthread_cond_destroy(&s->work_cv);

@@ -21,9 +21,11 @@
  * one at a time.
  *
  * Speed (md's semantics, per member, in bytes of each member's data area per
- * second): never faster than speed_max (0 = unlimited); while foreground
- * readers are active (scrub_opts.fg, the mount's gauge), back off unless the
- * recent speed is at or below speed_min.
+ * second): never faster than speed_max (0 = unlimited); above speed_min,
+ * yield to the foreground readers (scrub_opts.fg, the mount's gauge): when
+ * the gauge has a latency target, at the rate its controller sets (readers'
+ * p99 against their idle p99, fg_gauge.h), else by md's rule (back off
+ * while they are active).
  */
 #ifndef RAIDIMG_SCRUB_H
 #define RAIDIMG_SCRUB_H
@@ -94,6 +96,8 @@ struct scrub_opts {
 	uint64_t speed_max;      /* bytes/s per member; 0 = unlimited */
 	uint64_t fg_idle_ns;     /* foreground quiet time needed; 0 = default */
 	struct fg_gauge *fg;     /* the foreground readers to yield to (not owned); NULL: none */
+	int nice;                /* > 0: background work - the scrub's threads (the caller's too)
+				  * take this niceness and the lowest best-effort I/O priority */
 	/* SCRUB_REBUILD: the role to recompute (never read, even if present),
 	 * the image to write its data area to (not owned), where its data
 	 * starts, and whether rebuild_out is fresh (holes read as zeros, so

@@ -406,6 +406,7 @@ int splice_cat(struct array *a, int out_fd, uint64_t off, uint64_t len, int nthr
 	struct pipeline pl = {
 		.vol = array_volume(a), .start = off, .length = len, .nthreads = nthreads,
 		.read = seg_read, .read_ctx = &r, .consume = seg_send, .ctx = &r,
+		.stream_of = a,         /* the pages spliced or read go once sent, unless cached before */
 	};
 	int ret;
 

@@ -553,7 +553,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void read_image(fuse_req_t req, struct fuse_fs *fs, size_t size, off_t off)
 {
 	struct array *a = fs->a;
-	uint64_t bad = 0;
+	uint64_t bad = 0, t0;
 	char *buf;
 	int ret;
 
@@ -572,12 +572,13 @@ static void read_image(fuse_req_t req, struct fuse_fs *fs, size_t size, off_t of
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	fg_gauge_enter(&fs->fg, now_ns());
+	t0 = now_ns();
+	fg_gauge_enter(&fs->fg, t0);
 	if (fs->ov)
 		ret = overlay_read(fs->ov, buf, size, (uint64_t)off, &bad);
 	else
 		ret = array_read(a, buf, size, (uint64_t)off, &bad);
-	fg_gauge_leave(&fs->fg);
+	fg_gauge_leave(&fs->fg, t0, now_ns(), size);
 	atomic_fetch_add(&fs->read_requests, 1);
 	if (ret) {
 		/* never a short or zero-filled reply: the reader gets the error */
@@ -622,15 +623,17 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
  * granule's first partial write). */
 static void write_image(fuse_req_t req, struct fuse_fs *fs, const char *buf, size_t size, off_t off)
 {
+	uint64_t t0;
 	ssize_t n;
 
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	fg_gauge_enter(&fs->fg, now_ns());
+	t0 = now_ns();
+	fg_gauge_enter(&fs->fg, t0);
 	n = overlay_write(fs->ov, buf, size, (uint64_t)off);
-	fg_gauge_leave(&fs->fg);
+	fg_gauge_leave(&fs->fg, t0, now_ns(), size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -751,6 +754,7 @@ int fuse_fs_new(struct array *a, const struct fuse_fs_opts *o, struct fuse_fs **
 	if (!fs)
 		goto nomem;
 	fs->a = a;
+	fg_gauge_init(&fs->fg);
 	fs->file_mount = S_ISREG(st.st_mode);
 	fs->mountpoint = strdup(o->mountpoint);
 	if (!fs->mountpoint)

@@ -45,7 +45,11 @@ struct ctl_file {
 	struct mount_scrub *ms;
 };
 
-enum { CTL_ACTION, CTL_MIN, CTL_MAX, CTL_MISMATCH, CTL_COMPLETED, CTL_SPEED, CTL_DEGRADED, CTL_STATE, NCTL };
+enum { CTL_ACTION, CTL_MIN, CTL_MAX, CTL_MISMATCH, CTL_COMPLETED, CTL_SPEED, CTL_DEGRADED, CTL_STATE, CTL_LATENCY,
+       NCTL };
+
+/* The scrub's threads inside the mount are background work (scrub_opts.nice). */
+#define SCRUB_NICE 19
 
 struct mount_scrub {
 	struct array *a;             /* borrowed */
@@ -266,6 +270,10 @@ static int workers_start(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	ret = pthread_create(&ms->thread, NULL, worker_main, ms);
+	/* the readers' wake-up latency, from a thread of their priority (the
+	 * worker's scrubs run niced); without it, the reads' own latency only */
+	if (!ret)
+		(void)fg_canary_start(fuse_fs_fg_gauge(ms->fs));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret)
 		return -ret;
@@ -289,8 +297,10 @@ static void workers_stop(void *arg)
 	started = ms->thread_started;
 	ms->thread_started = false;
 	pthread_mutex_unlock(&ms->lock);
-	if (started)
+	if (started) {
 		pthread_join(ms->thread, NULL);
+		fg_canary_stop(fuse_fs_fg_gauge(ms->fs));   /* started with the worker; fs is alive here */
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -336,6 +346,7 @@ static int start_run(struct mount_scrub *ms, enum scrub_mode mode)
 	o.fg = fuse_fs_fg_gauge(ms->fs);     /* yield to the mount's readers */
 	o.speed_min = ms->speed_min;
 	o.speed_max = ms->speed_max;
+	o.nice = SCRUB_NICE;
 	o.on_mismatch = on_mismatch;
 	o.on_write = on_write;
 	o.arg = ms;
@@ -449,6 +460,34 @@ static int store_min(struct mount_scrub *ms, const char *word)
 static int store_max(struct mount_scrub *ms, const char *word)
 {
 	return store_limit(ms, word, true);
+}
+
+/* The readers' latency target (fg_gauge.h): "1.50x", "500us" or "0". */
+static int show_latency(struct mount_scrub *ms, char *buf, size_t len)
+{
+	struct fg_gauge *g = fuse_fs_fg_gauge(ms->fs);
+
+	fg_target_format(atomic_load(&g->target_milli), atomic_load(&g->target_ns), buf, len - 1);
+	strcat(buf, "\n");
+	return 0;
+}
+
+static int store_latency(struct mount_scrub *ms, const char *word)
+{
+	uint32_t milli;
+	uint64_t ns;
+
+	pthread_mutex_lock(&ms->lock);
+	if (fg_target_parse(word, &milli, &ns)) {
+		refuse(ms, -EINVAL, "'%s' written to sync_latency_target: give a factor of the readers' idle p99 "
+		       "(1.01-100, e.g. 1.5), a time (1us-10s, e.g. 500us or 2ms), or 0 for md's rule", word);
+		pthread_mutex_unlock(&ms->lock);
+		return -EINVAL;
+	}
+	fg_gauge_set_target(fuse_fs_fg_gauge(ms->fs), milli, ns);
+	ms->refused[0] = '\0';
+	pthread_mutex_unlock(&ms->lock);
+	return 0;
 }
 
 /* Under lock: the progress of the run in hand, else of the last one. */
@@ -680,6 +719,29 @@ static void put_counts(FILE *f, const struct array *a, const struct scrub_progre
 		req ? rb / req : 0);
 }
 
+/* The readers' latency controller (fg_gauge.h). */
+static void put_controller(FILE *f, struct mount_scrub *ms)
+{
+	static const char *const phase[] = { "off", "free", "limited", "probing" };
+	struct fg_gauge *g = fuse_fs_fg_gauge(ms->fs);
+	struct fg_ctl_state st;
+	char tgt[32];
+
+	fg_gauge_ctl_state(g, &st);
+	fg_target_format(atomic_load(&g->target_milli), atomic_load(&g->target_ns), tgt, sizeof(tgt));
+	fputs(",\"latency_target\":", f);
+	json_str(f, tgt);
+	fputs(",\"latency_controller\":", f);
+	json_str(f, fg_gauge_has_target(g) ? phase[st.phase] : "md");
+	fputs(",\"latency_class\":", f);
+	json_str(f, fg_class_name(st.cls));
+	fprintf(f, ",\"rate_limit_bytes_per_second\":%" PRIu64 ",\"reader_p99_seconds\":%.6f"
+		",\"reader_idle_p99_seconds\":%.6f,\"reader_p99_target_seconds\":%.6f,\"latency_probes\":%" PRIu64
+		",\"rate_decreases\":%" PRIu64 ",\"reader_requests\":%" PRIu64 ",\"reader_queue_depth\":%.2f",
+		st.rate, (double)st.p99_ns / 1e9, (double)st.idle_p99_ns / 1e9, (double)st.target_ns / 1e9, st.probes,
+		st.decreases, st.reads, st.queue_depth);
+}
+
 static void put_log(FILE *f, struct mount_scrub *ms)
 {
 	int err = atomic_load(&ms->log_error);
@@ -723,6 +785,7 @@ static void put_status(FILE *f, struct mount_scrub *ms)
 	fprintf(f, ",\"speed_limit_min_bytes_per_second\":%" PRIu64 ",\"speed_limit_max_bytes_per_second\":%" PRIu64,
 		ms->speed_min, ms->speed_max);
 	put_counts(f, ms->a, &p, have);
+	put_controller(f, ms);
 	put_recent(f, ms);
 	pthread_mutex_unlock(&ms->lock);
 	put_log(f, ms);
@@ -819,6 +882,7 @@ static int add_files(struct mount_scrub *ms, char *err, size_t errlen)
 		[CTL_SPEED] = { "sync_speed", show_speed, NULL },
 		[CTL_DEGRADED] = { "degraded", show_degraded, NULL },
 		[CTL_STATE] = { "array_state", show_state, NULL },
+		[CTL_LATENCY] = { "sync_latency_target", show_latency, store_latency },
 	};
 
 	for (int i = 0; i < NCTL; i++) {
@@ -861,6 +925,8 @@ int mount_scrub_attach(struct fuse_fs *fs, struct array *a, const struct mount_s
 	ms->allow_repair = o->allow_repair;
 	ms->speed_min = o->speed_min;
 	ms->speed_max = o->speed_max;
+	if (o->latency_milli || o->latency_ns || o->latency_set)
+		fg_gauge_set_target(fuse_fs_fg_gauge(fs), o->latency_milli, o->latency_ns);
 	pthread_mutex_init(&ms->lock, NULL);
 	pthread_cond_init(&ms->cv, NULL);
 	if (o->allow_repair) {

@@ -19,9 +19,14 @@
  *   array_state     "readonly" when the members are opened read-only (never
  *                   written); with --allow-repair "active" while a repair
  *                   runs, else "clean".
+ *   sync_latency_target  what the scrub yields to the image's readers by
+ *                   (fg_gauge.h): a factor of their idle p99 ("1.50x", the
+ *                   default), an absolute p99 ("500us"), or "0" for md's
+ *                   rule (back off whenever they read); read and written
+ *                   live.  The scrub's threads run niced (SCRUB_NICE).
  * and a "scrub" object in status (action, state, position, counts, the
  * last mismatch records, speed, limits, foreground back-offs, member
- * requests).  Every mismatch, write and end of run also goes, as JSON
+ * requests, the latency controller's state).  Every mismatch, write and end of run also goes, as JSON
  * lines (the records of `raidimg scrub --json`), to the scrub log if one
  * was given.
  *
@@ -54,6 +59,12 @@ struct mount_scrub_opts {
 	uint64_t speed_min;          /* bytes/s per member; 0 = no floor */
 	uint64_t speed_max;          /* bytes/s per member; 0 = unlimited */
 	const char *log_path;        /* --scrub-log (JSON lines, appended); NULL: none */
+	/* the readers' latency target (fg_gauge.h), when latency_set: a
+	 * factor of their idle p99 (x1000) or an absolute p99; both 0: md's
+	 * rule.  Unset: the gauge's default (1.5 x idle). */
+	bool latency_set;
+	uint32_t latency_milli;
+	uint64_t latency_ns;
 };
 
 struct mount_scrub;

@@ -145,7 +145,7 @@ int custody_hash_array(struct custody_run *cr, struct array *a, int nthreads)
 {
 	struct pipeline pl = {
 		.vol = array_volume(a), .start = 0, .length = a->array_bytes, .nthreads = nthreads,
-		.consume = hash_consume, .ctx = cr,
+		.consume = hash_consume, .ctx = cr, .stream_of = a,
 	};
 
 	return pipeline_run(&pl) ? -EIO : 0;

@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 
 #include "hash.h"
+#include "pagecache.h"
 #include "sysio.h"
 #include "util.h"
 
@@ -68,6 +69,7 @@ void sha256_free(struct sha256 *h)
 int custody_hash_file(const char *path, char hex[SHA256_HEX], uint64_t *bytes, char *err, size_t errlen)
 {
 	struct sha256 *h = NULL;
+	struct pc_trail *t = NULL;
 	uint8_t *buf = malloc(HASH_READ);
 	uint64_t total = 0;
 	int fd = -1, ret = -ENOMEM;
@@ -83,8 +85,16 @@ int custody_hash_file(const char *path, char hex[SHA256_HEX], uint64_t *bytes, c
 		goto out;
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	/* what the hash brings into the page cache goes behind it (pagecache.h) */
+	if (!pc_trail_open(fd, &t) && !pc_trail_active(t)) {
+		pc_trail_close(t);
+		t = NULL;
+	}
 	for (;;) {
-		ssize_t n = read(fd, buf, HASH_READ);
+		ssize_t n;
+
+		pc_trail_ahead(t, total, HASH_READ, false);
+		n = read(fd, buf, HASH_READ);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -97,12 +107,14 @@ int custody_hash_file(const char *path, char hex[SHA256_HEX], uint64_t *bytes, c
 			break;
 		sha256_update(h, buf, (size_t)n);
 		total += (uint64_t)n;
+		pc_trail_behind(t, total);
 	}
 	sha256_final(h, hex);
 	if (bytes)
 		*bytes = total;
 	ret = 0;
 out:
+	pc_trail_close(t);
 	if (fd >= 0)
 		close(fd);
 	sha256_free(h);

@@ -45,7 +45,7 @@ check "daemon mount returns 0 once ready ($(cat "$TMP/err"))" test $rc -eq 0
 check "daemon mount: mounted when the command returns" is_mounted "$mnt"
 check "default name from the md name oracle:oracle" test "$out" = "$mnt/oracle_oracle.img"
 check "the directory lists the image, status and the scrub's control files" \
-	test "$(ls "$mnt" | tr '\n' ' ')" = "array_state degraded mismatch_cnt oracle_oracle.img status sync_action sync_completed sync_speed sync_speed_max sync_speed_min "
+	test "$(ls "$mnt" | tr '\n' ' ')" = "array_state degraded mismatch_cnt oracle_oracle.img status sync_action sync_completed sync_latency_target sync_speed sync_speed_max sync_speed_min "
 check "sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
 pid=$(status_field "$mnt" .mount.pid)
 check "the daemon is not the command's process (detached)" test "$pid" != "$$"

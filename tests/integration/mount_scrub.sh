@@ -40,7 +40,7 @@ for c in $(fixture_cases); do
 	redundancy=$([ "$level" = 6 ] && echo 2 || echo 1)
 
 	check "$c: the directory lists the control files" \
-		test "$(ls "$mnt" | grep -v '\.img$' | tr '\n' ' ')" = "array_state degraded mismatch_cnt status sync_action sync_completed sync_speed sync_speed_max sync_speed_min "
+		test "$(ls "$mnt" | grep -v '\.img$' | tr '\n' ' ')" = "array_state degraded mismatch_cnt status sync_action sync_completed sync_latency_target sync_speed sync_speed_max sync_speed_min "
 	check "$c: sync_action reads idle before any scrub" test "$($T cat "$mnt/sync_action")" = idle
 	check "$c: degraded reads $nmissing (md's count of members missing)" test "$($T cat "$mnt/degraded")" = "$nmissing"
 	check "$c: array_state reads readonly (members opened read-only)" test "$($T cat "$mnt/array_state")" = readonly

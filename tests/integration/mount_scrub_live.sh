@@ -24,7 +24,8 @@ check "the reference is what md reads" test "$(sha "$TMP/ref")" = "$(mf "$c" .ex
 # ---- idle stops a running scrub; EBUSY; live limits ----
 mnt=$(mountpoint_dir idle)
 log=$TMP/idle.log
-# 64 KiB/s per member: the first two 1 MiB batches go at once, then ~16 s each
+# 64 KiB/s per member: the first two batches (4 rows of 64 KiB) go at once,
+# then ~4 s each
 if $T "$RAIDIMG" mount --speed-limit-max 64 --scrub-log "$log" "${imgs[@]}" "$mnt" >/dev/null 2>"$TMP/err"; then
 	pid=$(status_field "$mnt" .mount.pid)
 	ctl "$mnt" sync_action check
@@ -34,8 +35,10 @@ if $T "$RAIDIMG" mount --speed-limit-max 64 --scrub-log "$log" "${imgs[@]}" "$mn
 	check "sync_completed reads 'DONE / $member_sectors' (sectors per member) while it runs" \
 		grep -Eq "^[0-9]+ / $member_sectors\$" <($T cat "$mnt/sync_completed")
 	check "sync_speed reads a number (KiB/s per member) while it runs" grep -Eq '^[0-9]+$' <($T cat "$mnt/sync_speed")
-	check "mismatch_cnt counts already (the bad stripe 9 is in the first batch)" \
-		test "$($T cat "$mnt/mismatch_cnt")" = 8
+	# the bad stripe 9 is in the first batches (4 rows each): within seconds
+	mismatch_8() { test "$($T cat "$mnt/mismatch_cnt")" = 8; }
+	check "mismatch_cnt counts while the check runs (the bad stripe 9 is in the first batches)" \
+		wait_until 30 mismatch_8
 	check "check while checking: EBUSY" ctl_fails "$mnt" sync_action check "Device or resource busy"
 	check "repair while checking: EBUSY" ctl_fails "$mnt" sync_action repair "Device or resource busy"
 	check "status says a check is running" scrub_jq "$mnt" '.refused | test("a check is running")'
@@ -87,11 +90,37 @@ if $T "$RAIDIMG" mount --speed-limit-max 2M --speed-limit-min 1000 "${imgs[@]}" 
 	check "the scrub finished while they read" wait_scrub "$mnt" 1
 	check "and found what it should" \
 		scrub_jq "$mnt" ".result == \"mismatches\" and .mismatches == 1 and .stripes_done == $stripes and .recent_mismatches[0].array_offset == $(mf "$c" '.corruption[0].array_byte_offset')"
-	pass "scrub meanwhile: $(scrub_get "$mnt" '"\(.seconds) s, \(.foreground_backoffs) back-offs to readers, \(.member_requests) member requests"')"
+	pass "scrub meanwhile: $(scrub_get "$mnt" '"\(.seconds) s, \(.foreground_backoffs) back-offs to readers, \(.member_requests) member requests, \(.latency_probes) latency probes, \(.rate_decreases) rate decreases"')"
+	check "status: the latency controller (default target, off once the run ended) and the readers it saw" \
+		scrub_jq "$mnt" '.latency_target == "1.50x" and .latency_controller == "off" and .reader_requests > 0 and .reader_queue_depth >= 1 and (.latency_class | IN("4K", "64K", "512K", "large", "wakeup")) and .rate_limit_bytes_per_second >= 0 and .reader_p99_seconds >= 0 and .reader_idle_p99_seconds >= 0 and .latency_probes >= 0 and .rate_decreases >= 0'
+
 	check "the whole image is still md's" test "$($T sha256sum "$img" | cut -d' ' -f1)" = "$(mf "$c" .expected_sha256)"
 	unmount "$mnt" "$pid"
 else
 	fail "mount: $(cat "$TMP/err")"
+fi
+
+# ---- the readers' latency target ----
+expect_fail "--latency-target 1 is refused (a factor above 1 is needed)" "--latency-target 1: give a factor of the readers' idle p99" \
+	"$RAIDIMG" mount --latency-target 1 "${imgs[@]}" "$TMP"
+mnt=$(mountpoint_dir latency)
+if $T "$RAIDIMG" mount --latency-target 2ms "${imgs[@]}" "$mnt" >/dev/null 2>"$TMP/err"; then
+	pid=$(status_field "$mnt" .mount.pid)
+	check "sync_latency_target reads the option (2ms)" test "$($T cat "$mnt/sync_latency_target")" = 2000us
+	check "echo 1.25 > sync_latency_target" ctl "$mnt" sync_latency_target 1.25
+	check "it reads 1.25x, and status says so" \
+		eval 'test "$($T cat "$mnt/sync_latency_target")" = 1.25x && scrub_jq "$mnt" ".latency_target == \"1.25x\" and .latency_controller == \"off\""'
+	check "echo 0 > sync_latency_target: md's rule" ctl "$mnt" sync_latency_target 0
+	check "it reads 0, status: md" \
+		eval 'test "$($T cat "$mnt/sync_latency_target")" = 0 && scrub_jq "$mnt" ".latency_target == \"0\" and .latency_controller == \"md\""'
+	check "a word that is no target: EINVAL" ctl_fails "$mnt" sync_latency_target fast "Invalid argument"
+	check "status says why, the target unchanged" \
+		eval 'scrub_jq "$mnt" ".refused | test(\"sync_latency_target\")" && test "$($T cat "$mnt/sync_latency_target")" = 0'
+	check "0.5 (below idle) and 20s (too long): EINVAL" \
+		eval 'ctl_fails "$mnt" sync_latency_target 0.5 "Invalid argument" && ctl_fails "$mnt" sync_latency_target 20s "Invalid argument"'
+	unmount "$mnt" "$pid"
+else
+	fail "mount --latency-target: $(cat "$TMP/err")"
 fi
 
 # ---- unmount while scrubbing ----
