@@ -235,7 +235,8 @@ static void behind_locked(struct pc_trail *t, uint64_t off, uint64_t cut)
 		free(x->vec);
 	}
 	drop_run(t, &lo, &hi);
-	memmove(t->v, t->v + done, (t->n - done) * sizeof(*t->v));
+	if (done && done < t->n)        /* (t->v is NULL while nothing was noted) */
+		memmove(t->v, t->v + done, (t->n - done) * sizeof(*t->v));
 	t->n -= done;
 }
 
