@@ -119,5 +119,6 @@ int cmd_export(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_map(int argc, char **argv);
+int cmd_detect(int argc, char **argv);
 
 #endif

@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "scrub-merge", cmd_scrub_merge, "merge the --json reports of a scrub split in shards (--shard K/N)" },
 	{ "rebuild", cmd_rebuild, "write a complete replacement image for one member (role)" },
 	{ "mount", cmd_mount, "show the array as a file through FUSE (read-only)" },
+	{ "detect", cmd_detect, "find the geometry of an array whose metadata is gone: level, layout, chunk, order" },
 	{ "map", cmd_map, "say (or draw, --svg) where every array byte comes from: direct, rebuilt, untrusted, lost" },
 	{ "export", cmd_export, "write the array to a sparse raw image or a zstd seekable image" },
 	{ "compress", cmd_compress, "convert an image to the zstd seekable format raidimg reads" },

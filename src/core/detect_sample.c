@@ -1,0 +1,246 @@
+/* detect_sample.c - the bounded read plan.
+ *
+ * Every window is read at the same image offsets on every image (rows of an
+ * array sit at the same offset on every member, since md uses one
+ * data_offset), so any analysis can compare images byte for byte.
+ *
+ * Plan, with B = the per-image budget:
+ *  - images no larger than B: read whole (one window);
+ *  - else a head window [0, min(B/4, 8 MiB)), small probes (64 KiB) at the
+ *    data offsets mdadm picks for large devices (they lie past the head), and
+ *    the rest of the budget as one main window where the content starts:
+ *    right after the head when it holds data, else at the first probe that
+ *    found any.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detect_int.h"
+
+#define PROBE_LEN (64u << 10)
+
+static int win_add(struct dctx *c, uint64_t off, uint64_t len)
+{
+	struct dwin *w;
+
+	if (c->nwin >= DW_MAX || len == 0)
+		return 0;
+	if (off >= c->maxsize)
+		return 0;
+	if (len > c->maxsize - off)
+		len = c->maxsize - off;
+	len = (len + SECT - 1) / SECT * SECT;
+	w = &c->win[c->nwin];
+	memset(w, 0, sizeof(*w));
+	w->off = off;
+	w->len = len;
+	for (int i = 0; i < c->nimg; i++) {
+		w->buf[i] = aligned_alloc(64, len);
+		if (!w->buf[i])
+			return -ENOMEM;
+		uint64_t have = c->size[i] > off ? c->size[i] - off : 0;
+		if (have > len)
+			have = len;
+		memset(w->buf[i] + have, 0, len - have);   /* past the image's end */
+		/* read in pieces of at most 8 MiB so a reader never sees a huge len */
+		for (uint64_t done = 0; done < have;) {
+			size_t n = have - done > (8u << 20) ? (8u << 20) : (size_t)(have - done);
+			int rc = c->dev[i].read(c->dev[i].ctx, w->buf[i] + done, n, off + done);
+			if (rc < 0) {
+				detect_dfmt(c->err, c->errlen, "image %d: read of %zu bytes at offset %llu failed (%d)",
+				     i, n, (unsigned long long)(off + done), rc);
+				c->nwin++;
+				return rc;
+			}
+			done += n;
+			c->bytes_read[i] += n;
+		}
+	}
+	c->nwin++;
+	return 0;
+}
+
+/* Does window w hold anything nonzero at or past image offset from? */
+static bool win_nonzero_from(const struct dctx *c, const struct dwin *w, uint64_t from)
+{
+	if (from < w->off)
+		from = w->off;
+	for (int i = 0; i < c->nimg; i++)
+		for (uint64_t o = from; o < w->off + w->len; o += SECT)
+			if (!all_zero(w->buf[i] + (o - w->off), SECT))
+				return true;
+	return false;
+}
+
+/* Data offsets mdadm 1.1/1.2 chooses (see FACTS.md), plus other common
+ * starts; ascending. */
+static const uint64_t probe_offsets[] = {
+	9ull << 20, 16ull << 20, 17ull << 20, 32ull << 20, 33ull << 20, 64ull << 20,
+	65ull << 20, 128ull << 20, 129ull << 20, 256ull << 20,
+};
+
+int sample_read(struct dctx *c)
+{
+	uint64_t B = c->h.max_read ? c->h.max_read : (32ull << 20);
+	int rc;
+
+	if (B < (1u << 20))
+		B = 1u << 20;
+	if (c->maxsize <= B) {
+		c->whole = true;
+		return win_add(c, 0, c->maxsize);
+	}
+	uint64_t head = B / 4 < (8u << 20) ? B / 4 : (8u << 20);
+	head = head / SECT * SECT;
+	rc = win_add(c, 0, head);
+	if (rc)
+		return rc;
+	uint64_t used = head;
+	uint64_t start = head;
+	bool head_has_data = win_nonzero_from(c, &c->win[0], 256u << 10);
+	if (!head_has_data) {
+		for (size_t i = 0; i < sizeof(probe_offsets) / sizeof(probe_offsets[0]); i++) {
+			uint64_t o = probe_offsets[i];
+			if (o < head || o + PROBE_LEN > c->maxsize || used + PROBE_LEN > B / 2)
+				continue;
+			rc = win_add(c, o, PROBE_LEN);
+			if (rc)
+				return rc;
+			used += PROBE_LEN;
+			if (win_nonzero_from(c, &c->win[c->nwin - 1], o)) {
+				start = o;
+				break;
+			}
+		}
+	}
+	if (start == head) {
+		/* extend the head: drop window 0 and read [0, B - probes) as one */
+		for (int i = 0; i < c->nimg; i++)
+			free(c->win[0].buf[i]);
+		uint64_t probes = used - head;
+		for (int w = 1; w < c->nwin; w++)
+			c->win[w - 1] = c->win[w];
+		c->nwin--;
+		/* the bytes of the dropped head are read again: count them once */
+		for (int i = 0; i < c->nimg; i++)
+			c->bytes_read[i] -= c->size[i] > head ? head : c->size[i];
+		rc = win_add(c, 0, B - probes);
+		if (rc)
+			return rc;
+		/* keep windows sorted by offset */
+		struct dwin last = c->win[c->nwin - 1];
+		for (int w = c->nwin - 1; w > 0; w--)
+			c->win[w] = c->win[w - 1];
+		c->win[0] = last;
+		/* probes now inside window 0 are redundant but harmless */
+		return 0;
+	}
+	/* the probe at start is replaced by the main window */
+	for (int i = 0; i < c->nimg; i++) {
+		free(c->win[c->nwin - 1].buf[i]);
+		c->bytes_read[i] -= c->size[i] > start ? (c->size[i] - start < PROBE_LEN ? c->size[i] - start : PROBE_LEN) : 0;
+	}
+	c->nwin--;
+	used -= PROBE_LEN;
+	return win_add(c, start, B - used);
+}
+
+const uint8_t *sp(const struct dctx *c, int img, uint64_t off, size_t len)
+{
+	for (int w = 0; w < c->nwin; w++) {
+		const struct dwin *win = &c->win[w];
+		if (off >= win->off && off + len <= win->off + win->len && off + len >= off) {
+			if (!win->buf[img])
+				return NULL;
+			return win->buf[img] + (off - win->off);
+		}
+	}
+	return NULL;
+}
+
+/* The virtual member: XOR of all parity members (RAID4/5 with one member
+ * missing: it is exactly the missing member). */
+int sample_build_virtual(struct dctx *c)
+{
+	if (c->have_virtual)
+		return 0;
+	for (int w = 0; w < c->nwin; w++) {
+		struct dwin *win = &c->win[w];
+		uint8_t *v = aligned_alloc(64, win->len);
+		if (!v)
+			return -ENOMEM;
+		memset(v, 0, win->len);
+		for (int i = 0; i < c->nimg; i++) {
+			if (!(c->par.members >> i & 1))
+				continue;
+			const uint64_t *s = (const uint64_t *)win->buf[i];
+			uint64_t *d = (uint64_t *)v;
+			for (uint64_t k = 0; k < win->len / 8; k++)
+				d[k] ^= s[k];
+		}
+		win->buf[c->nimg] = v;
+	}
+	c->have_virtual = true;
+	return 0;
+}
+
+/* nonzero-sector bitmaps of one image column, for every window */
+int sample_nzmap(struct dctx *c, int img)
+{
+	for (int w = 0; w < c->nwin; w++) {
+		struct dwin *win = &c->win[w];
+		if (!win->buf[img] || win->nzb[img])
+			continue;
+		uint64_t ns = win->len / SECT;
+		win->nzb[img] = calloc((ns + 63) / 64, sizeof(uint64_t));
+		if (!win->nzb[img])
+			return -ENOMEM;
+		for (uint64_t i = 0; i < ns; i++)
+			if (!all_zero(win->buf[img] + i * SECT, SECT))
+				win->nzb[img][i / 64] |= 1ull << (i % 64);
+	}
+	return 0;
+}
+
+int sp_zero(const struct dctx *c, int img, uint64_t off, uint64_t len)
+{
+	for (int w = 0; w < c->nwin; w++) {
+		const struct dwin *win = &c->win[w];
+		if (off < win->off || off + len > win->off + win->len)
+			continue;
+		if (!win->nzb[img])
+			return -1;
+		uint64_t a = (off - win->off) / SECT, b = (off - win->off + len + SECT - 1) / SECT;
+		while (a < b && (a % 64)) {
+			if (win->nzb[img][a / 64] >> (a % 64) & 1)
+				return 0;
+			a++;
+		}
+		while (a + 64 <= b) {
+			if (win->nzb[img][a / 64])
+				return 0;
+			a += 64;
+		}
+		while (a < b) {
+			if (win->nzb[img][a / 64] >> (a % 64) & 1)
+				return 0;
+			a++;
+		}
+		return 1;
+	}
+	return -1;
+}
+
+void sample_free(struct dctx *c)
+{
+	for (int w = 0; w < c->nwin; w++)
+		for (int i = 0; i < MAXC; i++) {
+			free(c->win[w].buf[i]);
+			free(c->win[w].nzb[i]);
+			c->win[w].buf[i] = NULL;
+			c->win[w].nzb[i] = NULL;
+		}
+	c->nwin = 0;
+}
