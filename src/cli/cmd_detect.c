@@ -67,6 +67,32 @@ static void usage(FILE *f)
 		DETECT_MAX_IMAGES);
 }
 
+/* The array options of candidate c for raidimg's other commands, and the
+ * images to give them (paths[0..*npaths)): the images the candidate uses,
+ * in the order given, its --order renumbered to count those only (the
+ * other commands want every image they are given named in --order).  When
+ * it uses them all, that is the command line as given.  words point into
+ * buf.  0, or -ENOSPC. */
+static int cand_args(const struct detect_candidate *c, const struct det_img *im, int nimg, char *buf,
+		     size_t buflen, const char **words, int maxwords, int *nwords, const char **paths, int *npaths)
+{
+	struct detect_candidate r = *c;
+	int rank[DETECT_MAX_IMAGES], n = 0;
+
+	for (int i = 0; i < nimg; i++) {
+		rank[i] = -1;
+		for (int k = 0; k < c->raid_disks; k++)
+			if (c->order[k] == i)
+				rank[i] = n;
+		if (rank[i] >= 0)
+			paths[n++] = im[i].path;
+	}
+	for (int k = 0; k < c->raid_disks; k++)
+		r.order[k] = c->order[k] >= 0 && c->order[k] < nimg ? rank[c->order[k]] : -1;
+	*npaths = n;
+	return detect_array_args(&r, buf, buflen, words, maxwords, nwords);
+}
+
 static void print_order(FILE *f, const struct detect_candidate *c, bool json)
 {
 	for (int r = 0; r < c->raid_disks; r++) {
@@ -96,11 +122,11 @@ static void print_text(const struct detect_result *res, const struct det_img *im
 	for (int i = 0; i < res->ncand; i++) {
 		const struct detect_candidate *c = &res->cand[i];
 		char buf[1024];
-		const char *w[32];
-		int nw = 0;
+		const char *w[32], *paths[DETECT_MAX_IMAGES];
+		int nw = 0, np = 0;
 
-		if (detect_array_args(c, buf, sizeof(buf), w, 32, &nw))
-			nw = 0;
+		if (cand_args(c, im, nimg, buf, sizeof(buf), w, 32, &nw, paths, &np))
+			nw = np = 0;
 		printf("\ncandidate %d: score %.1f: RAID%d %s, %d members, %s chunks, data offset %s",
 		       i + 1, c->score, c->level, cand_layout(c, w, nw), c->raid_disks,
 		       fmt_size(c->chunk_bytes, sz, sizeof(sz)), fmt_size(c->data_offset, sz2, sizeof(sz2)));
@@ -109,6 +135,12 @@ static void print_text(const struct detect_result *res, const struct det_img *im
 		printf("\n  options:");
 		for (int k = 0; k < nw; k++)
 			printf(" %s", w[k]);
+		if (np < nimg) {
+			printf("\n  images:");
+			for (int k = 0; k < np; k++)
+				printf(" %s", paths[k]);
+			printf("  (the --order above counts these)");
+		}
 		printf("\n");
 		/* the roles spelled out for the best one */
 		for (int r = 0; i == 0 && r < c->raid_disks; r++) {
@@ -141,11 +173,11 @@ static void print_json(const struct detect_result *res, const struct det_img *im
 	for (int i = 0; i < res->ncand; i++) {
 		const struct detect_candidate *c = &res->cand[i];
 		char buf[1024];
-		const char *w[32];
-		int nw = 0;
+		const char *w[32], *paths[DETECT_MAX_IMAGES];
+		int nw = 0, np = 0;
 
-		if (detect_array_args(c, buf, sizeof(buf), w, 32, &nw))
-			nw = 0;
+		if (cand_args(c, im, nimg, buf, sizeof(buf), w, 32, &nw, paths, &np))
+			nw = np = 0;
 		printf("%s{\"level\":%d,\"layout\":", i ? "," : "", c->level);
 		json_str(stdout, cand_layout(c, w, nw));
 		printf(",\"raid_disks\":%d,\"chunk_bytes\":%" PRIu32 ",\"data_offset_bytes\":%" PRIu64 ",\"order\":[",
@@ -156,6 +188,31 @@ static void print_json(const struct detect_result *res, const struct det_img *im
 			if (k)
 				putchar(',');
 			json_str(stdout, w[k]);
+		}
+		printf("],\"paths\":[");
+		bool any_hex = false;
+		for (int k = 0; k < np; k++) {
+			if (k)
+				putchar(',');
+			json_str(stdout, paths[k]);
+			any_hex = any_hex || !utf8_valid(paths[k]);
+		}
+		/* the exact bytes of names that are not UTF-8, where they are */
+		if (any_hex) {
+			printf("],\"paths_hex\":[");
+			for (int k = 0; k < np; k++) {
+				size_t len = strlen(paths[k]);
+				char *hex = utf8_valid(paths[k]) ? NULL : malloc(2 * len + 1);
+
+				if (hex)
+					hex_encode(paths[k], len, hex);
+				printf("%s", k ? "," : "");
+				if (hex)
+					printf("\"%s\"", hex);
+				else
+					printf("null");
+				free(hex);
+			}
 		}
 		printf("],\"score\":%.2f,\"evidence\":[", c->score);
 		for (int e = 0; e < c->nevidence; e++) {
