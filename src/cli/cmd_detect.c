@@ -234,10 +234,10 @@ static void print_json(const struct detect_result *res, const struct det_img *im
 	for (int i = 0; i < nimg; i++) {
 		printf("%s{\"image\":", i ? "," : "");
 		json_path(stdout, im[i].path, "image");
-		printf(",\"image_bytes\":%" PRIu64 ",\"bytes_read\":%" PRIu64 "}", im[i].src->size, res->bytes_read[i]);
+		printf(",\"image_bytes\":%" PRIu64 ",\"read_bytes\":%" PRIu64 "}", im[i].src->size, res->bytes_read[i]);
 		total += res->bytes_read[i];
 	}
-	printf("],\"bytes_read\":%" PRIu64 ",\"seconds\":%.3f}\n", total, secs);
+	printf("],\"read_bytes\":%" PRIu64 ",\"seconds\":%.3f}\n", total, secs);
 }
 
 /* The images, opened read-only as every command opens members (registered

@@ -118,9 +118,9 @@ run_case() {
 			test $rc = 1 -a "$verdict" = ambiguous -a "$jo" = "$want_off" ;;
 	esac
 	# the JSON's shape: the issue's keys, bytes read bounded
-	check "$name: JSON has verdict, reason, candidates (level, layout, chunk_bytes, data_offset_bytes, order, array_args, paths, score, evidence), excluded, images, bytes_read" \
+	check "$name: JSON has verdict, reason, candidates (level, layout, chunk_bytes, data_offset_bytes, order, array_args, paths, score, evidence), excluded, images, read_bytes" \
 		jq -e '(.verdict|type) == "string" and (.reason|type) == "string" and (.excluded|type) == "array"
-			and (.bytes_read|type) == "number" and (.images|length) > 0
+			and (.read_bytes|type) == "number" and (.images|length) > 0
 			and all(.candidates[]; (.level|type) == "number" and (.layout|type) == "string"
 				and (.chunk_bytes|type) == "number" and (.data_offset_bytes|type) == "number"
 				and (.order|type) == "array" and (.array_args|type) == "array"
@@ -178,7 +178,7 @@ $T "$RAIDIMG" detect --json --level 5 --chunk 64K --devices 4 --max-read 2M "$d"
 check "hints --level 5 --chunk 64K --devices 4: the same best candidate" \
 	test "$(jq -c '.candidates[0].array_args' "$W/hint.json")" = "$(jq -c '.candidates[0].array_args' "$W/r5-ext4-cut-m1.json")"
 check "--max-read 2M: at most 2 MiB read per image" \
-	jq -e 'all(.images[]; .bytes_read <= 2097152) and .bytes_read > 0' "$W/hint.json" >/dev/null
+	jq -e 'all(.images[]; .read_bytes <= 2097152) and .read_bytes > 0' "$W/hint.json" >/dev/null
 $T "$RAIDIMG" detect --json --data-offset 0 "$d"/d*.img >"$W/hint2.json" 2>/dev/null
 check "hint --data-offset 0: candidates at offset 0 only" \
 	jq -e '(.candidates | length) > 0 and all(.candidates[]; .data_offset_bytes == 0)' "$W/hint2.json" >/dev/null

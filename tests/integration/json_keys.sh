@@ -2,7 +2,7 @@
 # One JSON vocabulary: every key of every JSON raidimg writes is listed in
 # the man page's JSON FIELDS section (parsed here: the `.B key` line after
 # each `.TP`), and that list is sorted, has no duplicates and keeps to the
-# vocabulary's form (snake_case).  The outputs: map --json, examine --json (complete,
+# vocabulary's form (snake_case).  The outputs: map --json, detect --json, examine --json (complete,
 # degraded, mid-reshape, not assemblable, a broken superblock, --hash,
 # names that are not UTF-8: the KEY_hex keys), cat
 # --stats (both methods), scrub --json (mismatches, a repair's writes, a
@@ -68,6 +68,9 @@ nu=("$TMP"/nu/*.img)
 "$RAIDIMG" cat --record "$O/record-hex.json" -o "$TMP/h.img" "${nu[@]}" >/dev/null 2>&1
 "$RAIDIMG" rebuild --json --role 1 -o "$TMP/$(printf 'new\xff.img')" "${nu[0]}" "${nu[2]}" "${nu[3]}" "${nu[4]}" \
 	>"$O/rebuild-hex.json" 2>/dev/null
+"$RAIDIMG" detect --json "${nu[@]}" >"$O/detect-hex.json" 2>/dev/null
+# detect with a foreign image (excluded, why)
+"$RAIDIMG" detect --json "${m[@]}" "$d2/member0.img" >"$O/detect.json" 2>/dev/null
 # unreadable ranges: RAID6 without three members' worth of a range
 RAIDIMG_FAULTS="${m[0]}:1M+64K" "$RAIDIMG_FAULTY" cat --provenance "$O/prov-bad.jsonl" -o "$TMP/b.img" \
 	"${m[0]}" "${m[1]}" "${m[2]}" >/dev/null 2>&1
