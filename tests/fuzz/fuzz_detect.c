@@ -15,7 +15,7 @@
  *   hints: bits 0-1 level hint (none, 4, 5, 6); bit 2 the true chunk as a
  *          hint; bit 3 the true member count; bit 4 the true data offset;
  *          bits 5-7 --max-read 1M << n (0: the default)
- *   size: each image is D + (size + 1) * 16 KiB (at most 4 MiB of data)
+ *   size: each image is D + (size % 64 + 1) * 16 KiB (at most 1 MiB of data)
  * Properties: no crash, no read outside an image (the readers check), a
  * result that makes sense: 0 or -EINVAL (bad hints only), candidates with a
  * level of 4..6, a known layout, a power-of-two chunk, an order naming
@@ -127,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuzz_in in = { data, size };
 	uint8_t shape = fuzz_u8(&in), geo = fuzz_u8(&in), hint = fuzz_u8(&in), szsel = fuzz_u8(&in);
 	size_t clen;
-	const uint8_t *content = fuzz_bytes(&in, 4u << 20, &clen);
+	const uint8_t *content = fuzz_bytes(&in, 8u << 20, &clen);
 	static const uint64_t doffs[] = { 0, 63 * 512, 64 << 10, 1 << 20 };
 	int n = 3 + (shape & 7), level = shape & 8 ? 6 : 5;
 	const int *lays = level == 6 ? r6_layouts : r5_layouts;
@@ -149,7 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g = (struct layout_geom){ level, lays[((geo >> 3) & 7) % nlays], n, 4096u << (geo & 7) };
 	if (layout_check(&g, NULL))
 		return 0;
-	data_bytes = ((uint64_t)szsel + 1) * (16u << 10);
+	data_bytes = ((uint64_t)(szsel % 64) + 1) * (16u << 10);
 	data_bytes = (data_bytes + g.chunk_bytes - 1) / g.chunk_bytes * g.chunk_bytes;
 	mb = D + data_bytes;
 	for (int r = 0; r <= n; r++) {

@@ -137,7 +137,7 @@ static struct dctx *ctx_over(uint8_t **imgs, int nimg, uint64_t size, struct mem
 	c->minsize = UINT64_MAX;
 	for (int i = 0; i < nimg; i++) {
 		mm[i] = (struct mem){ imgs[i], size, -1 };
-		dv[i] = (struct dev_reader){ size, mem_read, &mm[i] };
+		dv[i] = (struct dev_reader){ size, mem_read, &mm[i], 0 };
 		c->size[i] = size;
 		if (size > c->maxsize)
 			c->maxsize = size;
@@ -172,7 +172,7 @@ static struct detect_result *run_detect(uint8_t **imgs, int nimg, uint64_t size,
 	struct dev_reader dv[DETECT_MAX_IMAGES];
 	for (int i = 0; i < nimg; i++) {
 		mm[i] = (struct mem){ imgs[i], size, -1 };
-		dv[i] = (struct dev_reader){ size, mem_read, &mm[i] };
+		dv[i] = (struct dev_reader){ size, mem_read, &mm[i], 0 };
 	}
 	struct detect_result *res = malloc(sizeof(*res));
 	*rc_out = detect_run(dv, nimg, h, res, err, errlen);
@@ -735,8 +735,8 @@ static void t_hostile(void)
 	/* too few images */
 	uint8_t small[8192] = { 0 };
 	struct mem mm[3] = { { small, sizeof(small), -1 }, { small, sizeof(small), -1 }, { small, 100, -1 } };
-	struct dev_reader dv[3] = { { sizeof(small), mem_read, &mm[0] }, { sizeof(small), mem_read, &mm[1] },
-				    { 100, mem_read, &mm[2] } };
+	struct dev_reader dv[3] = { { sizeof(small), mem_read, &mm[0], 0 }, { sizeof(small), mem_read, &mm[1], 0 },
+				    { 100, mem_read, &mm[2], 0 } };
 	rc = detect_run(dv, 1, &h, res, err, sizeof(err));
 	CHECK(rc == -EINVAL && strstr(err, "images"), "one image: rc %d '%s'", rc, err);
 	/* bad hints */
@@ -766,7 +766,7 @@ static void t_hostile(void)
 	for (uint64_t i = 0; i < sz; i++)
 		b3[i] = b1[i] ^ b2[i];
 	struct mem m3[3] = { { b1, sz, -1 }, { b2, sz, 2 }, { b3, sz, -1 } };
-	struct dev_reader d3[3] = { { sz, mem_read, &m3[0] }, { sz, mem_read, &m3[1] }, { sz, mem_read, &m3[2] } };
+	struct dev_reader d3[3] = { { sz, mem_read, &m3[0], 0 }, { sz, mem_read, &m3[1], 0 }, { sz, mem_read, &m3[2], 0 } };
 	rc = detect_run(d3, 3, &h, res, err, sizeof(err));
 	CHECK(rc == -EIO && strstr(err, "image 1"), "read error: rc %d '%s'", rc, err);
 	/* sizes that lie: a reader whose size is larger than its data */
