@@ -31,7 +31,7 @@ one_line_and_hint() {
 	fi
 }
 
-for cmd in examine cat create mount scrub scrub-merge rebuild compress export replay map; do
+for cmd in examine cat create mount scrub scrub-merge rebuild compress export replay map detect; do
 	one_line_and_hint "$cmd: an unknown option" "$cmd" "unrecognized option '--frobnicate'" --frobnicate x
 done
 one_line_and_hint "overlay: an unknown option" overlay "unrecognized option '--frobnicate'" info --frobnicate x
