@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cli.h"
 #include "detect.h"
 #include "geom_args.h"
@@ -22,6 +24,7 @@ struct det_img {
 	int read_err;               /* 0 or the -errno of the failed read */
 	uint64_t err_off;
 	size_t err_len;
+	uint64_t untrusted_read;    /* bytes read that a mapfile marks as not rescued */
 };
 
 static int det_read(void *ctx, void *buf, size_t len, uint64_t off)
@@ -34,6 +37,8 @@ static int det_read(void *ctx, void *buf, size_t len, uint64_t off)
 		im->err_off = off;
 		im->err_len = len;
 	}
+	if (!ret && im->src->untrusted)
+		im->untrusted_read += range_list_bytes_in(&im->src->untrusted->r, off, len, NULL);
 	return ret;
 }
 
@@ -51,12 +56,19 @@ static void usage(FILE *f)
 		   "Evidence: parity (RAID4/5 rows XOR to zero; RAID6's Q names the role order),\n"
 		   "file systems and partition tables at their array offsets (MBR, GPT, ext2/3/4,\n"
 		   "NTFS, FAT, XFS, LVM, LUKS, tar), content running across chunk boundaries.\n\n"
-		   "Every option is a hint, optional:\n"
+		   "Hints, each optional (what you know):\n"
 		   "  --level 4|5|6        the RAID level (also raid4, raid5, raid6)\n"
 		   "  --devices N          the member count, missing members included\n"
 		   "  --chunk SIZE         the chunk size (a plain number is KiB, as in mdadm)\n"
 		   "  --data-offset SIZE   where data starts in every image (a multiple of 512)\n"
+		   "Reading:\n"
 		   "  --max-read SIZE      bytes read per image at most (default 32M, at least 1M)\n"
+		   "  --map IMAGE=MAPFILE  IMAGE was made by GNU ddrescue and MAPFILE is its\n"
+		   "                       mapfile (IMAGE.map or STEM.map beside an image is\n"
+		   "                       taken by itself, and said); blocks not rescued are\n"
+		   "                       read as the image holds them and counted (untrusted)\n"
+		   "  --no-maps            take no mapfile but those given with --map\n"
+		   "Output:\n"
 		   "  --json               the answer as one JSON object\n"
 		   "  -h, --help           this text\n\n"
 		   "IMAGE: up to %d images, in any order (raw files, block devices, zstd\n"
@@ -157,8 +169,12 @@ static void print_text(const struct detect_result *res, const struct det_img *im
 	for (int i = 0; i < res->nexcluded; i++)
 		printf("excluded: %d %s: %s\n", res->excluded[i].image, im[res->excluded[i].image].path,
 		       res->excluded[i].why);
-	for (int i = 0; i < nimg; i++)
+	for (int i = 0; i < nimg; i++) {
 		total += res->bytes_read[i];
+		if (im[i].untrusted_read)
+			printf("untrusted: %s: %" PRIu64 " of the bytes read are not rescued (its mapfile): read as the "
+			       "image holds them\n", im[i].path, im[i].untrusted_read);
+	}
 	printf("\nread: %" PRIu64 " bytes (%s) per image at most, %" PRIu64 " in all, %.2f s\n", res->bytes_read_max,
 	       fmt_size(res->bytes_read_max, sz, sizeof(sz)), total, secs);
 }
@@ -234,17 +250,73 @@ static void print_json(const struct detect_result *res, const struct det_img *im
 	for (int i = 0; i < nimg; i++) {
 		printf("%s{\"image\":", i ? "," : "");
 		json_path(stdout, im[i].path, "image");
-		printf(",\"image_bytes\":%" PRIu64 ",\"read_bytes\":%" PRIu64 "}", im[i].src->size, res->bytes_read[i]);
+		printf(",\"image_bytes\":%" PRIu64 ",\"read_bytes\":%" PRIu64 ",\"untrusted_bytes\":%" PRIu64 "}",
+		       im[i].src->size, res->bytes_read[i], im[i].untrusted_read);
 		total += res->bytes_read[i];
 	}
 	printf("],\"read_bytes\":%" PRIu64 ",\"seconds\":%.3f}\n", total, secs);
 }
 
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, b))
+		return true;
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The ddrescue mapfile of image i: the one --map names, else the one beside
+ * it (unless --no-maps), attached to its source (checked against it) and
+ * said.  0 or -1 (said). */
+static int take_map(struct det_img *im, const struct geom_args *ga, bool *used)
+{
+	const char *map = NULL;
+	char *found = NULL, err[ERR_MAX], sz[32];
+	bool given = false;
+	int ret = 0;
+
+	for (int k = 0; k < ga->nmaps; k++) {
+		if (!same_file(ga->maps[k].image, im->path))
+			continue;
+		if (map) {
+			msg("--map: two mapfiles for %s (%s and %s)", im->path, map, ga->maps[k].map);
+			return -1;
+		}
+		map = ga->maps[k].map;
+		used[k] = given = true;
+	}
+	if (!map && !ga->no_maps) {
+		ret = source_find_ddrescue_map(im->path, &found, err, sizeof(err));
+		if (ret && ret != -ENOENT) {
+			msg("%s", err);
+			return -1;
+		}
+		map = found;
+		ret = 0;
+	}
+	if (map) {
+		if (source_attach_ddrescue_map(im->src, map, err, sizeof(err))) {
+			msg("%s%s", err, given ? "" : " (taken as the mapfile of the image because of its name; "
+			    "--no-maps to read the image without it)");
+			ret = -1;
+		} else {
+			msg("%s: ddrescue mapfile %s%s: %s not rescued: read as the image holds them (their bytes are "
+			    "counted as untrusted)%s", im->path, map, given ? " (--map)" : "",
+			    fmt_size(im->src->untrusted->r.bytes, sz, sizeof(sz)), given ? "" : " (--no-maps to ignore it)");
+		}
+	}
+	free(found);
+	return ret;
+}
+
 /* The images, opened read-only as every command opens members (registered
- * as evidence: nothing this run writes may land on them).  0 or -1 (said). */
-static int open_images(struct det_img *im, int nimg, char **paths)
+ * as evidence: nothing this run writes may land on them), with their
+ * mapfiles.  0 or -1 (said). */
+static int open_images(struct det_img *im, int nimg, char **paths, const struct geom_args *ga)
 {
 	char err[ERR_MAX];
+	bool used[LAYOUT_MAX_DISKS] = { false };
 
 	for (int i = 0; i < nimg; i++) {
 		im[i].path = paths[i];
@@ -261,6 +333,15 @@ static int open_images(struct det_img *im, int nimg, char **paths)
 		if (im[i].src->size < 4096) {
 			msg("%s: %" PRIu64 " bytes: too small to be a member image (4 KiB at least)", paths[i],
 			    im[i].src->size);
+			return -1;
+		}
+		if (take_map(&im[i], ga, used))
+			return -1;
+	}
+	for (int k = 0; k < ga->nmaps; k++) {
+		if (!used[k]) {
+			msg("--map %s=%s: %s is not one of the images given", ga->maps[k].image, ga->maps[k].map,
+			    ga->maps[k].image);
 			return -1;
 		}
 	}
@@ -295,6 +376,8 @@ int cmd_detect(int argc, char **argv)
 		{ "chunk", required_argument, NULL, OPT_CHUNK },
 		{ "data-offset", required_argument, NULL, OPT_DATA_OFFSET },
 		{ "max-read", required_argument, NULL, OPT_MAX_READ },
+		{ "map", required_argument, NULL, GEOM_OPT_MAP },
+		{ "no-maps", no_argument, NULL, GEOM_OPT_NO_MAPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -302,6 +385,7 @@ int cmd_detect(int argc, char **argv)
 	struct det_img im[DETECT_MAX_IMAGES];
 	struct dev_reader dev[DETECT_MAX_IMAGES];
 	struct detect_result *res = NULL;
+	struct geom_args ga;
 	char err[ERR_MAX];
 	bool json = false;
 	int opt, nimg = 0, ret = EXIT_ERR, rc;
@@ -310,6 +394,7 @@ int cmd_detect(int argc, char **argv)
 
 	memset(im, 0, sizeof(im));
 	detect_hints_init(&h);
+	geom_args_init(&ga);     /* only its mapfiles: --map, --no-maps */
 	while ((opt = cli_getopt(argc, argv, "h", longopts)) != -1) {
 		switch (opt) {
 		case OPT_JSON: json = true; break;
@@ -347,6 +432,13 @@ int cmd_detect(int argc, char **argv)
 			}
 			h.max_read = sz;
 			break;
+		case GEOM_OPT_MAP:
+		case GEOM_OPT_NO_MAPS:
+			if (geom_args_opt(&ga, opt, optarg, err, sizeof(err)) < 0) {
+				cli_usage_error("%s", err);
+				goto out;
+			}
+			break;
 		case 'h': usage(stdout); ret = EXIT_OK; goto out;
 		default: goto out;
 		}
@@ -363,7 +455,7 @@ int cmd_detect(int argc, char **argv)
 		nimg = 0;
 		goto out;
 	}
-	if (open_images(im, nimg, argv + optind))
+	if (open_images(im, nimg, argv + optind, &ga))
 		goto out;
 	warn_sizes(im, nimg);
 	for (int i = 0; i < nimg; i++)
@@ -396,5 +488,6 @@ out:
 	free(res);
 	for (int i = 0; i < DETECT_MAX_IMAGES; i++)
 		source_close(im[i].src);
+	geom_args_free(&ga);
 	return ret;
 }

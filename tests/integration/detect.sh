@@ -183,6 +183,46 @@ $T "$RAIDIMG" detect --json --data-offset 0 "$d"/d*.img >"$W/hint2.json" 2>/dev/
 check "hint --data-offset 0: candidates at offset 0 only" \
 	jq -e '(.candidates | length) > 0 and all(.candidates[]; .data_offset_bytes == 0)' "$W/hint2.json" >/dev/null
 
+# ---- members as evidence arrives: E01, zstd seekable, split raw, a ddrescue image with its mapfile ----
+E=$W/ev
+mkdir -p "$E"
+ev=("$d"/d*.img)     # r5-ext4-cut-m1: three images
+if command -v ewfacquire >/dev/null; then
+	ewfacquire -q -u -t "$E/e0" -f encase6 -c fast -d sha1 "${ev[0]}" >/dev/null 2>&1
+	evs=("$E/e0.E01")
+else
+	echo "note: ewfacquire (ewf-tools) missing: the E01 member is a raw one"
+	evs=("${ev[0]}")
+fi
+"$RAIDIMG" compress -o "$E/e1.zst" "${ev[1]}" >/dev/null 2>&1
+split --numeric-suffixes=1 -a 3 -b 1000000 "${ev[2]}" "$E/e2.img."
+evs+=("$E/e1.zst" "$E/e2.img.001")
+$T "$RAIDIMG" detect --json "${evs[@]}" >"$W/ev.json" 2>"$W/ev.err"
+check "E01, zstd and split members: the same best candidate as the raw images" \
+	test "$(jq -c '.candidates[0].array_args' "$W/ev.json" 2>/dev/null)" = \
+	"$(jq -c '.candidates[0].array_args' "$W/r5-ext4-cut-m1.json")"
+# a ddrescue image: a 64 KiB block not rescued (zeros in the image), its mapfile beside it
+cp "${ev[0]}" "$E/dd0.img"
+dd if=/dev/zero of="$E/dd0.img" bs=64K seek=5 count=1 conv=notrunc status=none
+sz0=$(stat -c %s "$E/dd0.img")
+printf '# Mapfile. Created by GNU ddrescue version 1.27\n0x%X     +               1\n0x00000000  0x00050000  +\n0x00050000  0x00010000  -\n0x00060000  0x%08X  +\n' \
+	"$sz0" $((sz0 - 0x60000)) >"$E/dd0.map"
+$T "$RAIDIMG" detect --json "$E/dd0.img" "${ev[@]:1}" >"$W/dd.json" 2>"$W/dd.err"
+check "a ddrescue image: its mapfile taken and said ($(head -c 150 "$W/dd.err"))" \
+	grep -q "dd0.img: ddrescue mapfile $E/dd0.map: 64.0 KiB not rescued" "$W/dd.err"
+check "a ddrescue image: the bytes read that are not rescued counted (untrusted_bytes 65536)" \
+	test "$(jq '.images[0].untrusted_bytes' "$W/dd.json" 2>/dev/null)" = 65536
+check "a ddrescue image: the same best candidate" \
+	test "$(jq -c '.candidates[0].array_args' "$W/dd.json" 2>/dev/null)" = \
+	"$(jq -c '.candidates[0].array_args' "$W/r5-ext4-cut-m1.json")"
+$T "$RAIDIMG" detect --json --no-maps "$E/dd0.img" "${ev[@]:1}" >"$W/dd2.json" 2>"$W/dd2.err"
+check "--no-maps: the mapfile is not taken" \
+	bash -c "! grep -q mapfile '$W/dd2.err' && [ \"\$(jq '.images[0].untrusted_bytes' '$W/dd2.json')\" = 0 ]"
+expect_fail "--map naming an image not given" "--map $E/other.img=$E/dd0.map: $E/other.img is not one of the images" \
+	"$RAIDIMG" detect --map "$E/other.img=$E/dd0.map" "$E/dd0.img" "${ev[@]:1}"
+echo '0x0 garbage' >"$E/bad.map"
+expect_fail "a mapfile that does not parse" "bad.map" "$RAIDIMG" detect --map "$E/dd0.img=$E/bad.map" "$E/dd0.img" "${ev[@]:1}"
+
 # ---- detect never writes ----
 for f in "$d"/d*.img; do sha "$f"; done >"$W/after"
 check "members unchanged after detect (sha256)" cmp -s "$W/before" "$W/after"
