@@ -105,13 +105,14 @@ static int cand_args(const struct detect_candidate *c, const struct det_img *im,
 	return detect_array_args(&r, buf, buflen, words, maxwords, nwords);
 }
 
-static void print_order(FILE *f, const struct detect_candidate *c, bool json)
+/* The JSON "order": image indices, "missing" for a missing role. */
+static void print_order_json(FILE *f, const struct detect_candidate *c)
 {
 	for (int r = 0; r < c->raid_disks; r++) {
 		if (r)
-			fputs(json ? "," : ",", f);
+			fputc(',', f);
 		if (c->order[r] < 0)
-			fputs(json ? "\"missing\"" : "missing", f);
+			fputs("\"missing\"", f);
 		else
 			fprintf(f, "%d", c->order[r]);
 	}
@@ -198,7 +199,7 @@ static void print_json(const struct detect_result *res, const struct det_img *im
 		json_str(stdout, cand_layout(c, w, nw));
 		printf(",\"raid_disks\":%d,\"chunk_bytes\":%" PRIu32 ",\"data_offset_bytes\":%" PRIu64 ",\"order\":[",
 		       c->raid_disks, c->chunk_bytes, c->data_offset);
-		print_order(stdout, c, true);
+		print_order_json(stdout, c);
 		printf("],\"array_args\":[");
 		for (int k = 0; k < nw; k++) {
 			if (k)
