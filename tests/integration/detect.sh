@@ -249,6 +249,9 @@ mkfifo "$B/fifo"
 expect_fail "a FIFO (no hang)" "$B/fifo" "$RAIDIMG" detect "$d/d0.img" "$B/fifo"
 head -c 1000 /dev/zero >"$B/tiny.img"
 expect_fail "a tiny file" "$B/tiny.img: 1000 bytes: too small" "$RAIDIMG" detect "$d/d0.img" "$B/tiny.img"
+mkdir -p "$B/many"
+for i in $(seq 0 32); do truncate -s 1M "$B/many/m$i.img"; done
+expect_fail "33 images" '33 images given: detect takes 32 at most' "$RAIDIMG" detect "$B"/many/m*.img
 expect_fail "the same image twice" "$d/d0.img: given twice" "$RAIDIMG" detect "$d/d0.img" "$d/d0.img"
 expect_fail "--level 7" '--level 7: raidimg handles RAID levels 4, 5 and 6' "$RAIDIMG" detect --level 7 "$B"/z*.img
 expect_fail "--chunk 3000" '--chunk 3000: .*power of two' "$RAIDIMG" detect --chunk 3000 "$B"/z*.img
