@@ -518,26 +518,77 @@ static int find_group(const struct dctx *c, int type)
 	return g;
 }
 
-/* NTFS FILE record: fixups checked; returns the record number or -1.
+/* Attribute list of a FILE record (fixups applied, alloc bytes): every
+ * attribute of a known type with a sane length, in bounds, ended by the
+ * end marker before bytes_in_use.  The XOR of several records (a parity
+ * chunk of rows holding records at the same offsets) keeps the magic and
+ * the fixups but seldom this chain. */
+static bool ntfs_attrs_ok(const uint8_t *r, uint32_t alloc)
+{
+	uint32_t used = le32(r + 24), ao = le16(r + 20);
+	uint32_t prev_type = 0;
+
+	if (used > alloc || ao % 8 || ao < 0x30 || ao >= used)
+		return false;
+	for (int guard = 0; guard < 64; guard++) {
+		if (ao + 8 > used)
+			return false;
+		uint32_t type = le32(r + ao);
+		if (type == 0xffffffffu)
+			return ao + 8 <= used;
+		uint32_t len = le32(r + ao + 4);
+		if (type < 0x10 || type > 0x100 || type % 0x10 || type < prev_type)
+			return false;
+		if (len < 24 || len % 8 || ao + len > used || r[ao + 8] > 1)
+			return false;
+		uint8_t nl = r[ao + 9];
+		uint16_t no = le16(r + ao + 10);
+		if (nl && (no < 16 || no + 2u * nl > len))
+			return false;
+		if (r[ao + 8] == 0) {   /* resident: value inside the attribute */
+			uint32_t vl = le32(r + ao + 16);
+			uint16_t vo = le16(r + ao + 20);
+			if (vo > len || vl > len - vo)
+				return false;
+		} else if (len < 64) {
+			return false;
+		}
+		prev_type = type;
+		ao += len;
+	}
+	return false;
+}
+
+/* NTFS FILE record (NTFS 3.1: the header holds the record number): fixups
+ * and the attribute chain checked; returns the record number or -1.
+ * Records not in use whose number field is 0 (mkntfs leaves it so in the
+ * reserved records 16-23) are refused: the field does not name them.
  * fixed: a copy with the fixups applied (alloc bytes) when not NULL. */
 static int64_t ntfs_file_record(const uint8_t *p, size_t avail, uint8_t *fixed, uint32_t *alloc_o)
 {
 	uint16_t uo = le16(p + 4), uc = le16(p + 6);
 	uint32_t alloc = le32(p + 28), used = le32(p + 24);
+	uint8_t buf[4096];
 	if (alloc < 512 || alloc > 4096 || !is_pow2(alloc) || alloc > avail || used > alloc ||
-	    uc != alloc / 512 + 1 || uo < 40 || uo + 2u * uc > 512)
+	    uc != alloc / 512 + 1 || uo < 0x30 || uo + 2u * uc > 512)
 		return -1;
 	uint16_t usn = le16(p + uo);
 	for (unsigned i = 1; i < uc; i++)
 		if (le16(p + i * 512 - 2) != usn)
 			return -1;
-	if (fixed) {
-		memcpy(fixed, p, alloc);
-		for (unsigned i = 1; i < uc; i++)
-			memcpy(fixed + i * 512 - 2, p + uo + 2 * i, 2);
-	}
+	memcpy(buf, p, alloc);
+	for (unsigned i = 1; i < uc; i++)
+		memcpy(buf + i * 512 - 2, p + uo + 2 * i, 2);
+	uint32_t recno = le32(p + 44);
+	bool in_use = le16(p + 22) & 1;
+	if (recno == 0 && !in_use)
+		return -1;
+	if (!ntfs_attrs_ok(buf, alloc))
+		return -1;
+	if (fixed)
+		memcpy(fixed, buf, alloc);
 	*alloc_o = alloc;
-	return le32(p + 44);
+	return recno;
 }
 
 /* MFT extents from record 0's unnamed $DATA runlist: vcn_start[i], lcn[i], len[i]. */

@@ -243,4 +243,14 @@ static inline bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
+/* (sync-detect.sh) the prototype's debug switches read the environment and
+ * print to stderr; raidimg's core is pure: they are off unless built with
+ * -DDETECT_DEBUG_HOOKS */
+#ifdef DETECT_DEBUG_HOOKS
+#include <stdlib.h>
+static inline const char *detect_getenv(const char *name) { return getenv(name); }
+#else
+static inline const char *detect_getenv(const char *name) { (void)name; return NULL; }
+#endif
+
 #endif

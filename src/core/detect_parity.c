@@ -51,6 +51,18 @@ static void row_cols(const struct dctx *c, const struct dwin *w, uint64_t o, uin
 	*nzmask = nz;
 }
 
+/* Every column one byte value repeated (0xff fill, patterns of logs):
+ * such rows relate the columns whatever the geometry, so they are not
+ * evidence. */
+static bool cols_all_fill(const uint8_t *const *cols, int n)
+{
+	for (int j = 0; j < n; j++)
+		for (unsigned b = 1; b < SECT; b++)
+			if (cols[j][b] != cols[j][0])
+				return false;
+	return true;
+}
+
 /* Null space over the columns; retries with every byte when the strided
  * elimination found a vector that does not hold everywhere. */
 static int nullspace(const struct dctx *c, const uint8_t **cols, int n, uint8_t *out, int maxdim)
@@ -77,33 +89,90 @@ static bool vec_is_ones(const uint8_t *v, int n)
 	return first != 0;
 }
 
-/* Pilot: member set and class. */
-static void pilot(struct dctx *c)
+/* Rows (window, image offset) where at least two of the images in mask
+ * hold data: only these can show a relation.  An empty file system has
+ * data in few rows, so the pilot samples among these rather than among all
+ * rows.  Windows are sorted; rows covered by an earlier window are skipped.
+ * *out: malloc'd array of row offsets and window indices (caller frees both).
+ * Returns the count, or -ENOMEM. */
+static int informative_rows(const struct dctx *c, uint32_t mask, uint64_t **off_o, int **win_o)
+{
+	uint64_t total = 0, covered = 0;
+	int n = 0;
+
+	for (int w = 0; w < c->nwin; w++)
+		total += c->win[w].len / SECT;
+	uint64_t *off = malloc((total + 1) * sizeof(*off));
+	int *wi = malloc((total + 1) * sizeof(*wi));
+	if (!off || !wi) {
+		free(off);
+		free(wi);
+		return -ENOMEM;
+	}
+	for (int w = 0; w < c->nwin; w++) {
+		const struct dwin *win = &c->win[w];
+		for (uint64_t o = win->off; o < win->off + win->len; o += SECT) {
+			if (w > 0 && o < covered)
+				continue;
+			int nz = 0;
+			for (int i = 0; i < c->nimg && nz < 2; i++)
+				if ((mask >> i & 1) && !all_zero(win->buf[i] + (o - win->off), SECT))
+					nz++;
+			if (nz < 2)
+				continue;
+			off[n] = o;
+			wi[n] = w;
+			n++;
+		}
+		if (win->off + win->len > covered)
+			covered = win->off + win->len;
+	}
+	*off_o = off;
+	*win_o = wi;
+	return n;
+}
+
+/* Does the union of the supports of the d basis vectors (MAXC apart in v)
+ * cover all n columns?  Parity relations involve every nonzero member
+ * column of their row. */
+static bool full_support(const uint8_t *v, int d, int n)
+{
+	for (int j = 0; j < n; j++) {
+		bool any = false;
+		for (int b = 0; b < d && !any; b++)
+			any = v[b * MAXC + j] != 0;
+		if (!any)
+			return false;
+	}
+	return true;
+}
+
+/* Pilot: member set and class, from up to PILOT_ROWS rows spread evenly
+ * over the rows where two or more images hold data.  Returns 0 or -ENOMEM. */
+static int pilot(struct dctx *c)
 {
 	struct parity_info *p = &c->par;
-	uint64_t total_rows = 0;
 	int A[MAXI] = { 0 }, Bc[MAXI] = { 0 };
 	uint32_t all = (c->nimg >= 32) ? 0xffffffffu : ((1u << c->nimg) - 1);
 	int inf = 0, rel = 0;
+	uint64_t *ro = NULL;
+	int *rw = NULL;
+	int nr = informative_rows(c, all, &ro, &rw);
 
-	for (int w = 0; w < c->nwin; w++)
-		total_rows += c->win[w].len / SECT;
-	uint64_t step = total_rows / PILOT_ROWS;
-	if (step < 1)
-		step = 1;
+	if (nr < 0)
+		return nr;
+	int step = nr / PILOT_ROWS > 1 ? nr / PILOT_ROWS : 1;
 	/* pass 1: all images, to find who takes part */
-	uint64_t k = 0;
-	for (int w = 0; w < c->nwin; w++) {
-		const struct dwin *win = &c->win[w];
-		for (uint64_t o = win->off; o < win->off + win->len; o += SECT, k++) {
-			if (k % step)
-				continue;
+	{
+		for (int x = 0; x < nr; x += step) {
+			const struct dwin *win = &c->win[rw[x]];
+			uint64_t o = ro[x];
 			const uint8_t *cols[MAXC];
 			int idx[MAXC], n;
 			uint32_t nz;
 			uint8_t v[3 * MAXC];
 			row_cols(c, win, o, all, cols, idx, &n, &nz);
-			if (n < 2)
+			if (n < 2 || cols_all_fill(cols, n))
 				continue;
 			int d = nullspace(c, cols, n, v, 3);
 			if (d > 2)
@@ -126,15 +195,15 @@ static void pilot(struct dctx *c)
 	}
 	p->rows_inf = inf;
 	p->rows_rel = rel;
-	if (getenv("DETECT_DEBUG"))
+	if (detect_getenv("DETECT_DEBUG"))
 		for (int i = 0; i < c->nimg; i++)
 			fprintf(stderr, "pilot image %d: nonzero in %d relation rows, in the relation in %d\n", i, A[i],
 				Bc[i]);
-	if (rel < 8 || rel * 100 < inf * 12) {
+	if ((rel < 8 && !(rel >= 3 && rel * 10 >= inf * 9)) || rel * 100 < inf * 12) {
 		p->cls = PC_NONE;
 		p->members = all;
 		p->nmembers = c->nimg;
-		return;
+		goto out;
 	}
 	uint32_t mem = 0;
 	for (int i = 0; i < c->nimg; i++) {
@@ -144,25 +213,31 @@ static void pilot(struct dctx *c)
 			p->zero_excluded |= 1u << i;
 			continue;
 		}
-		if (A[i] < 4 || Bc[i] * 10 >= A[i] * 6)
+		if (A[i] < 4 || Bc[i] * 10 >= A[i] * 3)
 			mem |= 1u << i;   /* rarely nonzero where relations hold: no evidence against */
 	}
 	p->members = mem;
 	p->nmembers = __builtin_popcount(mem);
 
 	/* pass 2: over the members only, the class */
-	k = 0;
-	for (int w = 0; w < c->nwin; w++) {
-		const struct dwin *win = &c->win[w];
-		for (uint64_t o = win->off; o < win->off + win->len; o += SECT, k++) {
-			if (k % step)
-				continue;
+	free(ro);
+	free(rw);
+	ro = NULL;
+	rw = NULL;
+	nr = informative_rows(c, mem, &ro, &rw);
+	if (nr < 0)
+		return nr;
+	step = nr / PILOT_ROWS > 1 ? nr / PILOT_ROWS : 1;
+	{
+		for (int ri = 0; ri < nr; ri += step) {
+			const struct dwin *win = &c->win[rw[ri]];
+			uint64_t o = ro[ri];
 			const uint8_t *cols[MAXC];
 			int idx[MAXC], n;
 			uint32_t nz;
 			uint8_t v[3 * MAXC];
 			row_cols(c, win, o, mem, cols, idx, &n, &nz);
-			if (n < 2)
+			if (n < 2 || cols_all_fill(cols, n))
 				continue;
 			/* XOR of the members zero: a RAID4/5 row, whatever else
 			 * holds (duplicate chunks add relations) */
@@ -179,7 +254,9 @@ static void pilot(struct dctx *c)
 				continue;
 			}
 			int d = nullspace(c, cols, n, v, 3);
-			if (d > 2) {
+			if (d > 2 || (d >= 1 && !full_support(v, d, n))) {
+				/* fill, or duplicate sectors relating a few columns
+				 * while others hold unrelated data: not parity */
 				p->n_degen++;
 				continue;
 			}
@@ -194,18 +271,23 @@ static void pilot(struct dctx *c)
 		}
 	}
 	int withrel = p->n_d1_ones + p->n_d1_other + p->n_d2;
-	if (withrel < 8) {
+	if (withrel < 8 && !(withrel >= 3 && withrel * 10 >= (withrel + p->n_d0) * 9)) {
 		p->cls = PC_NONE;
 		p->members = all;
 		p->nmembers = c->nimg;
-		return;
+		goto out;
 	}
-	if (p->nmembers >= 4 && p->n_d2 * 10 >= withrel * 3)
-		p->cls = p->n_d1_other * 10 >= withrel ? PC_R6M1 : PC_R6;
-	else if (p->nmembers >= 3 && p->n_d1_other * 10 >= withrel)
+	/* RAID6 classes need a few rows of their kind, not one stray row */
+	if (p->nmembers >= 4 && p->n_d2 >= 3 && p->n_d2 * 10 >= withrel * 3)
+		p->cls = p->n_d1_other >= 3 && p->n_d1_other * 10 >= withrel ? PC_R6M1 : PC_R6;
+	else if (p->nmembers >= 3 && p->n_d1_other >= 3 && p->n_d1_other * 10 >= withrel)
 		p->cls = PC_R6M1;
 	else
 		p->cls = PC_XOR;
+out:
+	free(ro);
+	free(rw);
+	return 0;
 }
 
 static int add_prow(struct parity_info *p, const struct prow *r)
@@ -239,6 +321,8 @@ static int gf_row(struct dctx *c, const struct dwin *win, uint64_t o, bool store
 	r.nz = nz;
 	if (n < 2) {
 		r.dim = 0;
+	} else if (cols_all_fill(cols, n)) {
+		r.dim = 3;   /* degenerate */
 	} else {
 		int d = nullspace(c, cols, n, v, 3);
 		r.dim = (int8_t)(d > 2 ? 3 : d);
@@ -285,9 +369,24 @@ int parity_analyse(struct dctx *c)
 	struct parity_info *p = &c->par;
 	int rc;
 
-	pilot(c);
+	rc = pilot(c);
+	if (rc)
+		return rc;
 	uint32_t mem = p->members;
 	bool r6 = p->cls == PC_R6 || p->cls == PC_R6M1;
+	/* sparse content (empty file systems): analyse every row that has data
+	 * on two members or more, not one in GF_STEP */
+	bool gf_all = false;
+	if (r6) {
+		uint64_t *ro;
+		int *rw;
+		int ninf = informative_rows(c, mem, &ro, &rw);
+		if (ninf < 0)
+			return ninf;
+		free(ro);
+		free(rw);
+		gf_all = ninf <= 8192;
+	}
 	uint64_t total = 0;
 	for (int w = 0; w < c->nwin; w++)
 		total += c->win[w].len / SECT;
@@ -327,7 +426,7 @@ int parity_analyse(struct dctx *c)
 							f |= SF_XQ;
 							break;
 						}
-				if (r6 && r % GF_STEP == 0) {
+				if (r6 && (gf_all || r % GF_STEP == 0)) {
 					rc = gf_row(c, win, o, true);
 					if (rc < 0)
 						return rc;

@@ -48,6 +48,7 @@ static const uint32_t chunk_sizes[NCHUNK] = {
 #define BEAM 384
 #define KEEP 256            /* hypotheses kept */
 #define MISS_COL (-1)
+#define X0_MAX 1024         /* XOR-zero rows checked per RAID6 hypothesis missing two */
 
 /* ---------------- RAID6 row interpretations ---------------- */
 
@@ -129,7 +130,20 @@ struct solver {
 	bool debug_bad;
 	int *gidx;                 /* anchor indices grouped: gidx[gstart[g] .. gstart[g+1]) */
 	uint8_t *copies;           /* per anchor: images holding the same structure at the same offset */
+	uint64_t *x0;              /* offsets of nonzero rows whose member XOR is zero (<= X0_MAX) */
+	int nx0;
+	struct prop_row *pr;       /* rows where two members hold data, one a GF multiple (not 1) of the other */
+	int npr;
 	int gstart[MAXGRP + 1];
+};
+
+/* A row with exactly two nonzero member sectors, b = g^e * a with e != 0:
+ * in RAID6 a data chunk (slot e) and its Q copy, the row's other data zero;
+ * in RAID4/5 a coincidence no content makes. */
+struct prop_row {
+	uint64_t off;
+	int8_t a, b;               /* images: data, Q */
+	uint8_t e;                 /* log of the factor */
 };
 
 /* ---------------- small helpers ---------------- */
@@ -479,7 +493,7 @@ static double doff_evidence(const struct dctx *c, int notion, uint64_t D, int *i
 	if (notion == PN_NONE || c->par.nsr == 0)
 		return 0;
 	parity_rows_around(&c->par, notion, D, inc, cons);
-	double a = *inc > 256 ? 256 : *inc, b = *cons > 256 ? 256 : *cons;
+	double a = *inc > 256 ? 256 : *inc, b = *cons > 2048 ? 2048 : *cons;
 	return -2.0 * a - 2.0 * b;
 }
 
@@ -735,47 +749,187 @@ static int anchors_map(struct solver *S, uint32_t C, uint64_t D, int k, bool use
 	return 0;
 }
 
+/* Image offset of array offset a under (C, D, k) for the tar chase; the
+ * data index d is put in *d. */
+static uint64_t tar_pos(uint64_t a, uint32_t C, uint64_t D, int k, uint64_t *s, int *d)
+{
+	uint64_t ci = a / C;
+	*s = ci / (uint64_t)k;
+	*d = (int)(ci % (uint64_t)k);
+	return D + *s * C + a % C;
+}
+
+/* Columns holding a valid tar header at image offset o: bit mask (bit
+ * ncols-1 at most); *dl gets the data length of the last one found. */
+static uint64_t tar_cols_at(const struct dctx *c, uint64_t o, bool use_virtual, uint64_t *dls, bool *seen)
+{
+	uint64_t mask = 0;
+	int ncols = c->nimg + (use_virtual ? 1 : 0);
+	*seen = false;
+	for (int col = 0; col < ncols; col++) {
+		if (!col_allowed(c, col, use_virtual))
+			continue;
+		const uint8_t *h = sp(c, col, o, SECT);
+		if (!h)
+			continue;
+		*seen = true;
+		uint64_t dl;
+		if (h[257] == 'u' && tar_header_valid(h, &dl)) {
+			mask |= 1ull << col;
+			dls[col] = dl;
+		}
+	}
+	return mask;
+}
+
+/* Of the columns in mask (headers at image offset o), the one whose name
+ * follows prev's (the previous header's) most closely: the smallest name
+ * greater than prev's (archives made from sorted lists), else the one
+ * sharing the longest prefix with it.  -1 if that does not decide. */
+static int tar_pick_by_name(const struct dctx *c, uint64_t mask, uint64_t o, const uint8_t *prev)
+{
+	int bestl = -1, nbest = 0, found = -1, succ = -1;
+	const uint8_t *succ_h = NULL;
+	for (int col = 0; col <= c->nimg; col++) {
+		if (!(mask >> col & 1))
+			continue;
+		const uint8_t *h = sp(c, col, o, SECT);
+		if (!h || !prev)
+			continue;
+		if (strncmp((const char *)h, (const char *)prev, 100) > 0 &&
+		    (!succ_h || strncmp((const char *)h, (const char *)succ_h, 100) < 0)) {
+			succ = col;
+			succ_h = h;
+		}
+		int l = 0;
+		while (l < 100 && h[l] && h[l] == prev[l])
+			l++;
+		if (l > bestl) {
+			bestl = l;
+			nbest = 1;
+			found = col;
+		} else if (l == bestl) {
+			nbest++;
+		}
+	}
+	if (succ >= 0)
+		return succ;
+	return nbest == 1 ? found : -1;
+}
+
+/* How many headers follow the one at array offset a in column col (at
+ * most max), choosing among several headers at one place by name. */
+static int tar_follow(const struct dctx *c, uint32_t C, uint64_t D, int k, bool use_virtual, uint64_t a, int col,
+		      int max)
+{
+	uint64_t s, dls[MAXC + 1];
+	int d, n = 0;
+	bool seen;
+	uint64_t o = tar_pos(a, C, D, k, &s, &d);
+	const uint8_t *prev = sp(c, col, o, SECT);
+	uint64_t dl = 0;
+	if (!prev || !tar_header_valid(prev, &dl))
+		return 0;
+	while (n < max) {
+		a += SECT + dl;
+		o = tar_pos(a, C, D, k, &s, &d);
+		uint64_t mask = tar_cols_at(c, o, use_virtual, dls, &seen);
+		if (!seen)
+			return max;   /* past the sample: no evidence against */
+		if (!mask)
+			break;
+		col = (mask & (mask - 1)) ? tar_pick_by_name(c, mask, o, prev) : __builtin_ctzll(mask);
+		if (col < 0)
+			break;
+		prev = sp(c, col, o, SECT);
+		dl = dls[col];
+		n++;
+	}
+	return n;
+}
+
 /* Follow a tar archive from array offset 0: every header found names the
- * image holding its chunk. */
+ * image holding its chunk.  Where several images hold a header at the
+ * same place, of those whose successor (where the size says) is a header:
+ * the one whose name follows the previous header's
+ * (tar_pick_by_name); at the first header, the one whose
+ * own chain of successors runs longest (the smallest name of equals).
+ * The chase stops where that does not decide.  Not chased where parity
+ * shows array data before D. */
 static int tar_chase(struct solver *S, uint32_t C, uint64_t D, int k, bool use_virtual, struct tlist *L)
 {
 	struct dctx *c = S->c;
 	uint64_t a = 0;
-	int ncols = c->nimg + (use_virtual ? 1 : 0);
+	const uint8_t *prev = NULL;   /* the previous header */
+	int inc, cons;
+
+	/* the chase assumes the archive starts at D: where parity shows array
+	 * data before D (consistent nonzero rows), it does not, and a chain
+	 * from there would only read the archive from its middle */
+	parity_rows_around(&c->par, class_notion(c->par.cls), D, &inc, &cons);
+	if (class_notion(c->par.cls) != PN_NONE && cons > 16)
+		return 0;
 
 	for (int step = 0; step < 20000; step++) {
-		uint64_t ci = a / C;
-		uint64_t s = ci / (uint64_t)k;
-		int d = (int)(ci % (uint64_t)k);
-		uint64_t o = D + s * C + a % C;
-		int found = -1, nf = 0;
-		uint64_t dl = 0, dlf = 0;
-		bool seen = false, zero = true;
-		for (int col = 0; col < ncols; col++) {
-			if (!col_allowed(c, col, use_virtual))
-				continue;
-			const uint8_t *h = sp(c, col, o, SECT);
-			if (!h)
-				continue;
-			seen = true;
-			if (!all_zero(h, SECT))
-				zero = false;
-			if (h[257] == 'u' && tar_header_valid(h, &dl)) {
-				found = col;
-				dlf = dl;
-				nf++;
-			}
-		}
-		if (!seen || nf != 1) {
-			(void)zero;
+		uint64_t s, dls[MAXC + 1];
+		int d;
+		bool seen;
+		uint64_t o = tar_pos(a, C, D, k, &s, &d);
+		uint64_t mask = tar_cols_at(c, o, use_virtual, dls, &seen);
+		if (!seen || !mask)
 			break;
+		int found = -1;
+		if (mask & (mask - 1)) {
+			/* only headers whose successor is a header (or past the sample) */
+			uint64_t keep = 0;
+			for (int col = 0; col <= c->nimg; col++) {
+				if (!(mask >> col & 1))
+					continue;
+				uint64_t s2, dls2[MAXC + 1];
+				int d2;
+				bool seen2;
+				uint64_t o2 = tar_pos(a + SECT + dls[col], C, D, k, &s2, &d2);
+				if (tar_cols_at(c, o2, use_virtual, dls2, &seen2) || !seen2)
+					keep |= 1ull << col;
+			}
+			if (!keep)
+				break;
+			mask = keep;
+		}
+		if (!(mask & (mask - 1))) {
+			found = __builtin_ctzll(mask);
+		} else if (prev) {
+			found = tar_pick_by_name(c, mask, o, prev);
+			if (found < 0)
+				break;
+		} else {
+			/* the first header: no name to go by */
+			int bestn = -1, nbest = 0;
+			for (int col = 0; col <= c->nimg; col++) {
+				if (!(mask >> col & 1))
+					continue;
+				int fl = tar_follow(c, C, D, k, use_virtual, a, col, 24);
+				const uint8_t *h = sp(c, col, o, SECT);
+				const uint8_t *fh = found >= 0 ? sp(c, found, o, SECT) : NULL;
+				/* equal chains: the smaller name (sorted archives start there) */
+				if (fl > bestn || (fl == bestn && h && fh && strncmp((const char *)h, (const char *)fh, 100) < 0)) {
+					bestn = fl;
+					nbest = 1;
+					found = col;
+				} else if (fl == bestn) {
+					nbest++;
+				}
+			}
+			if (nbest != 1)
+				break;
 		}
 		/* the first header is where the chase started: any header of the
 		 * archive would do, so it proves nothing about the offset */
 		struct triple t = { s, d, found, step == 0 ? 0.5f : 10, -1, (uint32_t)(a % C), -1, 0 };
 		if (tl_add(L, &t))
 			return -ENOMEM;
-		a += SECT + dlf;
+		prev = sp(c, found, o, SECT);
+		a += SECT + dls[found];
 	}
 	return 0;
 }
@@ -885,6 +1039,13 @@ static void build_votes(const struct solver *S, const struct hyp *h, const struc
 			U[sm.p_disk * n + ci] += w;
 			if (sm.q_disk >= 0)
 				U[sm.q_disk * n + ci] += w;
+		} else if (t->anc >= 0 && h->nmiss > 0 && !h->use_virtual) {
+			/* a lone copy may be the P chunk of a row whose data chunk
+			 * is on a missing member (eval_full credits that case) */
+			struct stripe_map sm;
+			w *= 0.5;
+			layout_map_stripe(&geo, t->s, &sm);
+			U[sm.p_disk * n + ci] += w;
 		}
 		U[pos.disk * n + ci] += w;
 	}
@@ -895,15 +1056,18 @@ static void build_votes(const struct solver *S, const struct hyp *h, const struc
 	for (int i = 0; i < c->par.nrows; i++) {
 		const struct prow *r = &c->par.rows[i];
 		const struct rowint *ri = &S->ri[i];
-		if (r->off < h->D || ri->n != 1)
+		/* two interpretations (a row with one nonzero data chunk: it and
+		 * its P copy are equal) split the vote */
+		if (r->off < h->D || ri->n < 1 || ri->n > 2)
 			continue;
 		uint64_t s = (r->off - h->D) / h->C;
 		if (s != last_s) {
 			layout_map_stripe(&geo, s, &m);
 			last_s = s;
 		}
-		const struct interp *in = &ri->in[0];
-		const double w = 0.25;
+		for (int ii = 0; ii < ri->n; ii++) {
+		const struct interp *in = &ri->in[ii];
+		const double w = 0.25 / ri->n;
 		int miss = col_index(cols, nc, MISS_COL);
 		if (miss < 0 && h->use_virtual)
 			miss = col_index(cols, nc, c->nimg);
@@ -942,6 +1106,7 @@ static void build_votes(const struct solver *S, const struct hyp *h, const struc
 			if (h->nmiss == 1 && miss >= 0)
 				U[m.q_disk * n + miss] += w;
 			break;
+		}
 		}
 	}
 }
@@ -1015,6 +1180,18 @@ static double grid_sum(const struct solver *S, int a, int64_t lo, int64_t hi)
 	return S->ps[a][i1] - S->ps[a][i0];
 }
 
+/* Weight of one cut point (junction or interior).  Cut points are not
+ * independent evidence (a chunk is one piece of content; 4 KiB blocks of
+ * one file are alike), so counted one bit each the seams of every row
+ * outvote the file-system structures with what they mostly say, which
+ * chunk of a row is parity.  One weight for junctions and interiors keeps
+ * the comparison of chunk sizes and orders among themselves as it was. */
+#define SEAM_WEIGHT 0.125
+static double seam_weight(void)
+{
+	return SEAM_WEIGHT;
+}
+
 static struct smat *smat_get(struct solver *S, uint32_t C, uint64_t D)
 {
 	struct dctx *c = S->c;
@@ -1050,6 +1227,7 @@ static struct smat *smat_get(struct solver *S, uint32_t C, uint64_t D)
 		return M;
 	}
 	float mu = c->seam_mu;
+	double sw = seam_weight();
 	M->avg_in = calloc((size_t)M->nrows, sizeof(float));
 	M->avg_t = calloc((size_t)M->nrows, sizeof(float));
 	if (!M->avg_in || !M->avg_t) {
@@ -1061,7 +1239,7 @@ static struct smat *smat_get(struct solver *S, uint32_t C, uint64_t D)
 		for (int a = 0; a < nc; a++) {
 			if (!S->ps[a])
 				continue;
-			float in = (float)grid_sum(S, a, head, tail_end);
+			float in = (float)(grid_sum(S, a, head, tail_end) * sw);
 			M->in[(size_t)r * nc + a] = in;
 			if (in != 0)
 				M->any = true;
@@ -1074,9 +1252,9 @@ static struct smat *smat_get(struct solver *S, uint32_t C, uint64_t D)
 				float v0 = seam_cols(c, a, (uint64_t)tail_end, b, (uint64_t)head);
 				float v1 = seam_cols(c, a, (uint64_t)tail_end, b, (uint64_t)tail_end);
 				if (v0 >= 0)
-					M->t0[(size_t)r * per + (size_t)a * nc + b] = v0 - mu;
+					M->t0[(size_t)r * per + (size_t)a * nc + b] = (float)((v0 - mu) * sw);
 				if (v1 >= 0)
-					M->t1[(size_t)r * per + (size_t)a * nc + b] = v1 - mu;
+					M->t1[(size_t)r * per + (size_t)a * nc + b] = (float)((v1 - mu) * sw);
 				if (v0 >= 0 || v1 >= 0)
 					M->any = true;
 			}
@@ -1391,7 +1569,7 @@ static void local_search(const double *U, const struct pairs *P, int n, const in
 /* Every order (interchangeable missing columns counted once), for small n:
  * depth-first with the partial score, no pruning. */
 #define EXHAUSTIVE_MAX 8
-#define TOPK 8
+#define TOPK 32
 struct exh {
 	const double *U;
 	const struct pairs *P;
@@ -1400,7 +1578,7 @@ struct exh {
 	int pi[MAXD];
 	int top[TOPK][MAXD];       /* the best orders by U + seams, unordered */
 	double topsc[TOPK];
-	int ntop;
+	int ntop, topk;            /* kept, wanted (<= TOPK) */
 	uint64_t used;
 };
 
@@ -1409,10 +1587,10 @@ static void exh_rec(struct exh *e, int t, double sc)
 	int n = e->n, nc = n;
 	if (t == n) {
 		int w = 0;
-		if (e->ntop < TOPK) {
+		if (e->ntop < e->topk) {
 			w = e->ntop++;
 		} else {
-			for (int i = 1; i < TOPK; i++)
+			for (int i = 1; i < e->topk; i++)
 				if (e->topsc[i] < e->topsc[w])
 					w = i;
 			if (sc <= e->topsc[w])
@@ -1455,7 +1633,7 @@ static void exh_rec(struct exh *e, int t, double sc)
 /* The TOPK best orders by the search objective (they are all scored in
  * full afterwards: the objective only approximates the anchors).  Returns
  * how many. */
-static int exhaustive(const double *U, const struct pairs *P, int n, const int *cols, int out[][MAXD])
+static int exhaustive(const double *U, const struct pairs *P, int n, const int *cols, int topk, int out[][MAXD])
 {
 	struct exh *e = calloc(1, sizeof(*e));
 	if (!e)
@@ -1464,6 +1642,7 @@ static int exhaustive(const double *U, const struct pairs *P, int n, const int *
 	e->P = P;
 	e->n = n;
 	e->cols = cols;
+	e->topk = topk < 1 ? 1 : topk > TOPK ? TOPK : topk;
 	exh_rec(e, 0, 0);
 	int k = e->ntop;
 	for (int i = 0; i < k; i++)
@@ -1640,6 +1819,39 @@ static void eval_full(struct solver *S, struct hyp *h, const struct tlist *L, co
 		bool copy = false;
 		if (role >= 0 && t->anc >= 0) {
 			layout_map_stripe(&geo, t->s, &m);
+			/* the P chunk (or the Q chunk, when the chunk's Q slot is 0)
+			 * of a row whose other data chunks are zero there is a copy
+			 * of the one that is not: when the hypothesis says that
+			 * chunk is missing, the copy is the only place it shows */
+			int drole = t->d >= 0 && t->d < h->k ? m.data_disk[t->d] : -1;
+			bool alone = drole >= 0 && h->col_of_role[drole] == MISS_COL &&
+				     (role == m.p_disk || (role == m.q_disk && m.disk_slot[drole] == 0));
+			/* a copy only where every present data chunk of the row is
+			 * zero at that sector */
+			uint64_t aoff = c->anc[t->anc].off / SECT * SECT;
+			for (int r = 0; r < h->n && alone; r++) {
+				int col = h->col_of_role[r];
+				if (r == m.p_disk || r == m.q_disk || col < 0 || col >= c->nimg)
+					continue;
+				alone = sp_zero(c, col, aoff, SECT) == 1;
+			}
+			if (alone) {
+				/* once per structure: its P and Q copies are one */
+				const struct anchor *a = &c->anc[t->anc];
+				bool seen = false;
+				for (int r = 0; r < a->nrel && !seen; r++)
+					seen = kset_has(&ks, key_of(a->grp, a->rel[r]));
+				if (seen) {
+					onpar++;
+					continue;
+				}
+				for (int r = 0; r < a->nrel; r++)
+					kset_add(&ks, key_of(a->grp, a->rel[r]));
+				ea += t->w;
+				ok++;
+				okw += t->w;
+				continue;
+			}
 			if (role == m.p_disk || role == m.q_disk) {
 				const struct anchor *a = &c->anc[t->anc];
 				for (int r = 0; r < a->nrel && !copy; r++)
@@ -1684,6 +1896,22 @@ static void eval_full(struct solver *S, struct hyp *h, const struct tlist *L, co
 	free(ks.k);
 	free(intl);
 	free(tres);
+	/* a file system placed by its anchors must fit in the array the
+	 * geometry reads: k data chunks per stripe of the members' data area */
+	{
+		uint64_t area = c->minsize > h->D ? (c->minsize - h->D) / h->C * h->C : 0;
+		uint64_t cap = area * (uint64_t)h->k;
+		for (int g = 0; g < c->ngrp; g++) {
+			const struct agroup *G = &c->grp[g];
+			if (!G->size || chosen[g] < 0 || L->base[g][chosen[g]] < 0)
+				continue;
+			uint64_t end = (uint64_t)L->base[g][chosen[g]] + G->size;
+			if (end > cap + cap / 64 + (1u << 20)) {   /* slack: images may be cut short */
+				ea -= 24;
+				bad++;
+			}
+		}
+	}
 	h->e_anchor = ea;
 	h->anc_ok = ok;
 	h->anc_bad = bad;
@@ -1703,7 +1931,91 @@ static void eval_full(struct solver *S, struct hyp *h, const struct tlist *L, co
 			else if (v == 0)
 				h->par_bad++;
 		}
-		h->e_parity = (double)h->par_ok * 0.25 - (double)h->par_bad * 0.5;
+		h->e_parity = (double)h->par_ok * 0.25 - (double)h->par_bad * 2.0;   /* a failed relation is exact evidence */
+	}
+	if (h->level == 6 && h->nmiss == 2 && S->nx0) {
+		/* RAID6 missing two has no row relation, but a nonzero row whose
+		 * present members XOR to zero needs Q missing in that stripe (or
+		 * the slot-0 data chunk missing with only it nonzero, then P = Q);
+		 * elsewhere Q spoils the XOR */
+		uint64_t last_s = UINT64_MAX;
+		bool okst = false;
+		for (int i = 0; i < S->nx0; i++) {
+			if (S->x0[i] < h->D)
+				continue;
+			uint64_t s = (S->x0[i] - h->D) / h->C;
+			if (s != last_s) {
+				layout_map_stripe(&geo, s, &m);
+				last_s = s;
+				okst = h->col_of_role[m.q_disk] == MISS_COL;
+			}
+			bool ok1 = okst;
+			if (!ok1) {
+				/* Q present: only a slot-0 chunk X with Q = X and one of
+				 * X, P present: the row's nonzero present columns are Q
+				 * and P or the slot-0 chunk */
+				int nzr = 0, other = -1;
+				for (int r = 0; r < h->n; r++) {
+					int col = h->col_of_role[r];
+					if (col < 0 || col >= c->nimg || sp_zero(c, col, S->x0[i], SECT) == 1)
+						continue;
+					nzr++;
+					if (r != m.q_disk)
+						other = r;
+				}
+				ok1 = nzr == 2 && other >= 0 && (other == m.p_disk || m.disk_slot[other] == 0);
+			}
+			if (ok1)
+				h->par_ok++;
+			else
+				h->par_bad++;
+		}
+		h->e_parity = -(double)h->par_bad * 0.5;
+	}
+	if (S->npr && (h->level != 6 || h->nmiss == 2)) {
+		/* rows of a data chunk and its Q copy: RAID4/5 cannot make them;
+		 * RAID6 missing two must put Q and the chunk of that slot there
+		 * (RAID6 with fewer missing judges these rows by its relations) */
+		uint64_t last_s = UINT64_MAX;
+		int okp = 0, badp = 0;
+		for (int i = 0; i < S->npr; i++) {
+			const struct prop_row *pr = &S->pr[i];
+			if (pr->off < h->D)
+				continue;
+			if (h->level != 6) {
+				badp++;
+				continue;
+			}
+			uint64_t s = (pr->off - h->D) / h->C;
+			if (s != last_s) {
+				layout_map_stripe(&geo, s, &m);
+				last_s = s;
+			}
+			/* b = g^e a: b is Q and a the chunk of slot e, or a is P of a
+			 * row whose only data (slot e) is missing; or the other way
+			 * round with g^-e */
+			int rb = role_of_col[(int)pr->b], ra = role_of_col[(int)pr->a];
+			int e2 = (255 - pr->e) % 255;
+			bool ok1 = false;
+			for (int dir = 0; dir < 2 && !ok1; dir++) {
+				int rq = dir ? ra : rb, rx = dir ? rb : ra, ee = dir ? e2 : pr->e;
+				if (rq != m.q_disk || rx < 0)
+					continue;
+				if (rx != m.p_disk) {
+					ok1 = m.disk_slot[rx] >= 0 && m.disk_slot[rx] % 255 == ee;
+					continue;
+				}
+				for (int r = 0; r < h->n && !ok1; r++)
+					ok1 = h->col_of_role[r] == MISS_COL && m.disk_slot[r] >= 0 && m.disk_slot[r] % 255 == ee;
+			}
+			if (ok1)
+				okp++;
+			else
+				badp++;
+		}
+		h->par_ok += okp;
+		h->par_bad += badp;
+		h->e_parity += 0.25 * okp - 1.0 * badp;
 	}
 	int inc, cons;
 	h->e_doff = doff_evidence(c, notion_for(h->level, h->nmiss), h->D, &inc, &cons);
@@ -1716,8 +2028,14 @@ static void eval_full(struct solver *S, struct hyp *h, const struct tlist *L, co
 		pr += 0.2;
 	if (h->layout == LAYOUT_LEFT_SYMMETRIC)
 		pr += 0.1;
+	pr -= 0.3 * h->nmiss;   /* of equals, the array with fewer members missing */
 	if (h->C == 65536 || h->C == 524288)
 		pr += 0.05;
+	/* mdadm rounds the member data area down to whole chunks: a chunk
+	 * size that does not divide what follows the data offset reads a
+	 * shorter array (ties only: images may hold more than the area) */
+	if (c->minsize > h->D && (c->minsize - h->D) % h->C == 0)
+		pr += 0.15;
 	h->prior = pr;
 	h->score = h->ev + pr;
 	(void)nc;
@@ -1798,14 +2116,19 @@ static int level_options(struct solver *S, struct lvopt *o)
 		break;
 	case PC_R6:
 		want[nw++] = (typeof(want[0])){ 6, nm, 0, false };
-		if (zx || (p->n_d1_ones + p->n_d1_other >= 2 && (p->n_d1_ones + p->n_d1_other) * 50 >= withrel))
-			want[nw++] = (typeof(want[0])){ 6, nm + 1, 1, false };
+		/* a member missing shows as rows with one relation, unless the
+		 * sample's data lies where the missing member holds P or Q or
+		 * zeros (sparse content): always a candidate */
+		want[nw++] = (typeof(want[0])){ 6, nm + 1, 1, false };
 		if (zx || (p->n_d0 >= 2 && p->n_d0 * 33 >= inf))
 			want[nw++] = (typeof(want[0])){ 6, nm + 2, 2, false };
 		break;
 	case PC_R6M1:
+		/* missing two reads like missing one where the sample's rows
+		 * have a zero chunk on one of them: rows without relation, or
+		 * sparse content (rows of a chunk and its Q copy) */
 		want[nw++] = (typeof(want[0])){ 6, nm + 1, 1, false };
-		if (zx || (p->n_d0 >= 2 && p->n_d0 * 33 >= inf))
+		if (zx || (p->n_d0 >= 2 && p->n_d0 * 33 >= inf) || S->npr >= 4)
 			want[nw++] = (typeof(want[0])){ 6, nm + 2, 2, false };
 		break;
 	default:
@@ -1888,7 +2211,9 @@ static int try_geometry(struct solver *S, const struct lvopt *lo, int layout, ui
 			goto out;
 		if (h.n <= EXHAUSTIVE_MAX) {
 			int tops[TOPK][MAXD];
-			int nt = exhaustive(U, &P, h.n, cols, tops);
+			/* few RAID6 rows (sparse content): the votes say little
+			 * and full evaluations are cheap, so keep more orders */
+			int nt = exhaustive(U, &P, h.n, cols, S->c->par.nrows <= 1024 ? 32 : 8, tops);
 			double bs = -1e300;
 			for (int i = 0; i < nt; i++) {
 				struct hyp h2 = h;
@@ -1942,7 +2267,7 @@ static int try_geometry(struct solver *S, const struct lvopt *lo, int layout, ui
 				pi[b] = t;
 				struct hyp h2 = h;
 				eval_full(S, &h2, L, &P, cols, nc, pi);
-				if (getenv("DETECT_SWAPDBG"))
+				if (detect_getenv("DETECT_SWAPDBG"))
 					print_hyp("swap", &h2);
 				keep_hyp(S, &h2);
 				t = pi[a];
@@ -1957,6 +2282,70 @@ static int try_geometry(struct solver *S, const struct lvopt *lo, int layout, ui
 out:
 	pairs_free(&P);
 	free(U);
+	return rc;
+}
+
+/* Hill climbing by transpositions from the best kept order of h's
+ * geometry (two rounds), every order tried kept as an alternative.
+ * Returns 0 or -ENOMEM. */
+static int swaps_around(struct solver *S, const struct hyp *geo_h, const struct tlist *L)
+{
+	struct hyp base;
+	bool have = false;
+	for (int i = 0; i < S->nkeepR; i++) {
+		const struct hyp *o = &S->keepR[i];
+		if (o->level == geo_h->level && o->n == geo_h->n && o->layout == geo_h->layout && o->C == geo_h->C &&
+		    o->D == geo_h->D && (!have || o->score > base.score)) {
+			base = *o;
+			have = true;
+		}
+	}
+	if (!have)
+		return 0;
+	int cols[MAXD], nc = hyp_cols(S, &base, cols);
+	if (nc != base.n)
+		return 0;
+	struct pairs P = { 0 };
+	int rc = pairs_build(S, &base, smat_get(S, base.C, base.D), cols, nc, &P);
+	for (int round = 0; round < 2 && !rc; round++) {
+		int pi[MAXD];
+		uint64_t used = 0;
+		bool ok = true;
+		for (int r = 0; r < base.n && ok; r++) {
+			pi[r] = -1;
+			for (int ci = 0; ci < nc; ci++)
+				if (!(used >> ci & 1) && (cols[ci] == base.col_of_role[r] ||
+							  (cols[ci] == S->c->nimg && base.col_of_role[r] == S->c->nimg))) {
+					pi[r] = ci;
+					used |= 1ull << ci;
+					break;
+				}
+			ok = pi[r] >= 0;
+		}
+		if (!ok)
+			break;
+		struct hyp best = base;
+		for (int a = 0; a < base.n; a++)
+			for (int b = a + 1; b < base.n; b++) {
+				if (cols[pi[a]] == MISS_COL && cols[pi[b]] == MISS_COL)
+					continue;
+				int t = pi[a];
+				pi[a] = pi[b];
+				pi[b] = t;
+				struct hyp h2 = base;
+				eval_full(S, &h2, L, &P, cols, nc, pi);
+				keep_hyp(S, &h2);
+				if (h2.score > best.score)
+					best = h2;
+				t = pi[a];
+				pi[a] = pi[b];
+				pi[b] = t;
+			}
+		if (best.score <= base.score)
+			break;
+		base = best;
+	}
+	pairs_free(&P);
 	return rc;
 }
 
@@ -2154,7 +2543,7 @@ static double recon_evidence(const struct solver *S, const struct hyp *h)
 					if (v >= 0)
 						in += v - c->seam_mu;
 				}
-			e += in - M->avg_in[r];
+			e += in * seam_weight() - M->avg_in[r];
 		}
 	}
 	free(scratch);
@@ -2255,7 +2644,7 @@ static void print_hyp(const char *tag, const struct hyp *h)
 
 static void debug_hook(struct solver *S, const struct lvopt *opts, int nopt, struct tlist *L)
 {
-	const char *dbg = getenv("DETECT_DEBUG"), *ev = getenv("DETECT_EVAL");
+	const char *dbg = detect_getenv("DETECT_DEBUG"), *ev = detect_getenv("DETECT_EVAL");
 	struct dctx *c = S->c;
 
 	if (dbg) {
@@ -2278,7 +2667,7 @@ static void debug_hook(struct solver *S, const struct lvopt *opts, int nopt, str
 		int lim = atoi(dbg) > 1 ? atoi(dbg) : 20;
 		for (int i = 0; i < S->nkeepR && i < lim; i++)
 			print_hyp("  ", &S->keepR[i]);
-		for (int i = 0; i < S->nkeep && i < (getenv("DETECT_S1") ? atoi(getenv("DETECT_S1")) : 3); i++)
+		for (int i = 0; i < S->nkeep && i < (detect_getenv("DETECT_S1") ? atoi(detect_getenv("DETECT_S1")) : 3); i++)
 			print_hyp("  stage1", &S->keep[i]);
 	}
 	if (!ev)
@@ -2359,6 +2748,61 @@ static void debug_hook(struct solver *S, const struct lvopt *opts, int nopt, str
 	}
 }
 
+/* Rows for struct prop_row, up to X0_MAX spread over the sample.
+ * Returns 0 or -ENOMEM. */
+static int collect_prop_rows(struct solver *S)
+{
+	const struct dctx *c = S->c;
+	const struct gf *g = c->gf;
+	int cap = X0_MAX;
+
+	S->pr = malloc(sizeof(*S->pr) * (size_t)cap);
+	if (!S->pr)
+		return -ENOMEM;
+	for (int i = 0; i < c->par.nsr && S->npr < cap; i++) {
+		if (!(c->par.sr_fl[i] & SF_NZ) || (c->par.sr_fl[i] & SF_X0))
+			continue;
+		uint64_t o = c->par.sr_off[i];
+		int cols[2], nzc = 0;
+		for (int j = 0; j < c->nimg && nzc <= 2; j++) {
+			if (!(c->par.members >> j & 1))
+				continue;
+			int z = sp_zero(c, j, o, SECT);
+			if (z == 0) {
+				if (nzc < 2)
+					cols[nzc] = j;
+				nzc++;
+			}
+		}
+		if (nzc != 2)
+			continue;
+		const uint8_t *pa = sp(c, cols[0], o, SECT), *pb = sp(c, cols[1], o, SECT);
+		if (!pa || !pb)
+			continue;
+		int k0 = 0;
+		while (k0 < (int)SECT && !pa[k0])
+			k0++;
+		if (k0 == (int)SECT || !pb[k0])
+			continue;
+		uint8_t f = g->mul[pb[k0]][g->inv[pa[k0]]];
+		if (f == 1)
+			continue;
+		bool prop = true, fill = true;
+		for (unsigned x = 0; x < SECT && prop; x++) {
+			prop = g->mul[f][pa[x]] == pb[x];
+			fill = fill && pa[x] == pa[0];
+		}
+		if (!prop || fill)
+			continue;
+		struct prop_row *r = &S->pr[S->npr++];
+		r->off = o;
+		r->a = (int8_t)cols[0];
+		r->b = (int8_t)cols[1];
+		r->e = g->log[f];
+	}
+	return 0;
+}
+
 /* ---------------- main ---------------- */
 
 int solve(struct dctx *c)
@@ -2428,6 +2872,26 @@ int solve(struct dctx *c)
 			S.copies[ga[x]] = (uint8_t)n;
 		}
 	}
+	/* rows whose member XOR is zero, for RAID6 hypotheses missing two */
+	{
+		int cnt = 0;
+		for (int i = 0; i < c->par.nsr; i++)
+			cnt += (c->par.sr_fl[i] & (SF_NZ | SF_X0)) == (SF_NZ | SF_X0);
+		if (cnt) {
+			int step = cnt / X0_MAX + 1, k = 0;
+			S.x0 = malloc(sizeof(uint64_t) * (size_t)(cnt / step + 1));
+			if (!S.x0) {
+				rc = -ENOMEM;
+				goto done;
+			}
+			for (int i = 0; i < c->par.nsr; i++)
+				if ((c->par.sr_fl[i] & (SF_NZ | SF_X0)) == (SF_NZ | SF_X0) && k++ % step == 0)
+					S.x0[S.nx0++] = c->par.sr_off[i];
+		}
+	}
+	rc = collect_prop_rows(&S);
+	if (rc)
+		goto done;
 	gen_dcands(&S);
 	int nopt = level_options(&S, opts);
 	if (S.ndc == 0 || nopt == 0) {
@@ -2592,7 +3056,7 @@ int solve(struct dctx *c)
 				break;
 			}
 		}
-		if (getenv("DETECT_DEBUG")) {
+		if (detect_getenv("DETECT_DEBUG")) {
 			fprintf(stderr, "refine:");
 			for (int si = 0; si < nsel; si++)
 				fprintf(stderr, " %uK@%llu", sel[si].C >> 10, (unsigned long long)sel[si].D);
@@ -2655,6 +3119,10 @@ int solve(struct dctx *c)
 				rc = tar_chase(&S, top[i].C, top[i].D, top[i].k, lo->use_virtual, &L);
 			if (!rc)
 				rc = try_geometry(&S, lo, top[i].layout, top[i].C, top[i].D, &L, true, 0, true);
+			/* and the transpositions of the order that geometry kept best
+			 * (the search's own start may lie a swap or two away) */
+			if (!rc)
+				rc = swaps_around(&S, &top[i], &L);
 			if (rc)
 				goto done;
 		}
@@ -2764,5 +3232,7 @@ done:
 	free(S.keepR);
 	free(S.gidx);
 	free(S.copies);
+	free(S.x0);
+	free(S.pr);
 	return rc;
 }

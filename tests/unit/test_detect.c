@@ -168,6 +168,19 @@ static void ctx_done(struct dctx *c)
 static struct detect_result *run_detect(uint8_t **imgs, int nimg, uint64_t size, const struct detect_hints *h,
 					int *rc_out, char *err, size_t errlen)
 {
+	if (getenv("TEST_DUMP")) {   /* debugging: the images as files TEST_DUMP.N.img */
+		static int seq;
+		seq++;
+		for (int i = 0; i < nimg; i++) {
+			char fn[256];
+			snprintf(fn, sizeof(fn), "%s.%d.%d.img", getenv("TEST_DUMP"), seq, i);
+			FILE *f = fopen(fn, "wb");
+			if (f) {
+				fwrite(imgs[i], 1, size, f);
+				fclose(f);
+			}
+		}
+	}
 	struct mem mm[DETECT_MAX_IMAGES];
 	struct dev_reader dv[DETECT_MAX_IMAGES];
 	for (int i = 0; i < nimg; i++) {
@@ -460,6 +473,44 @@ static void t_labels(void)
 	free(v);
 }
 
+/* A 1024-byte NTFS 3.1 FILE record: $STANDARD_INFORMATION and a
+ * $FILE_NAME of namelen characters, end marker, fixups (usn 7). */
+static void make_file_rec(uint8_t *r, uint32_t recno, uint16_t flags, int namelen)
+{
+	memset(r, 0, 1024);
+	memcpy(r, "FILE", 4);
+	put_le16(r + 4, 48);
+	put_le16(r + 6, 3);
+	put_le16(r + 16, 1);
+	put_le16(r + 20, 56);
+	put_le16(r + 22, flags);
+	put_le32(r + 28, 1024);
+	put_le32(r + 44, recno);
+	uint32_t ao = 56;
+	put_le32(r + ao, 0x10);
+	put_le32(r + ao + 4, 0x60);
+	put_le32(r + ao + 16, 0x48);
+	put_le16(r + ao + 20, 0x18);
+	ao += 0x60;
+	uint32_t fl = (uint32_t)(0x18 + 0x42 + 2 * namelen + 7) / 8 * 8;
+	put_le32(r + ao, 0x30);
+	put_le32(r + ao + 4, fl);
+	put_le32(r + ao + 16, (uint32_t)(0x42 + 2 * namelen));
+	put_le16(r + ao + 20, 0x18);
+	r[ao + 0x18 + 0x40] = (uint8_t)namelen;
+	for (int i = 0; i < namelen; i++)
+		r[ao + 0x18 + 0x42 + 2 * i] = (uint8_t)('a' + i % 26);
+	ao += fl;
+	put_le32(r + ao, 0xffffffffu);
+	put_le32(r + 24, ao + 8);
+	/* fixups: the last two bytes of each sector saved in the array */
+	put_le16(r + 48, 0x0007);
+	memcpy(r + 50, r + 510, 2);
+	memcpy(r + 52, r + 1022, 2);
+	put_le16(r + 510, 0x0007);
+	put_le16(r + 1022, 0x0007);
+}
+
 static void t_ntfs_fat_xfs(void)
 {
 	uint64_t size = 4u << 20;
@@ -478,16 +529,7 @@ static void t_ntfs_fat_xfs(void)
 	v[510] = 0x55;
 	v[511] = 0xAA;
 	uint8_t *r = v + 4 * 4096 + 5 * 1024;
-	memcpy(r, "FILE", 4);
-	put_le16(r + 4, 48);
-	put_le16(r + 6, 3);
-	put_le16(r + 20, 56);
-	put_le32(r + 24, 400);
-	put_le32(r + 28, 1024);
-	put_le32(r + 44, 5);
-	put_le16(r + 48, 0x0007);
-	put_le16(r + 510, 0x0007);
-	put_le16(r + 1022, 0x0007);
+	make_file_rec(r, 5, 1, 7);
 	struct dctx *c = scan_single(v, size, mm, dv);
 	CHECK(count_anchor(c, AK_NTFS_BOOT, 0, 0) == 1, "NTFS boot sector");
 	CHECK(count_anchor(c, AK_NTFS_FILE, 4 * 4096 + 5 * 1024, 4 * 4096 + 5 * 1024) == 1, "NTFS record 5");
@@ -723,6 +765,244 @@ static void t_pipeline(void)
 	}
 }
 
+
+/* ---------------- evidence added in the second round ---------------- */
+
+/* NTFS records: the record number of unused reserved records (0) is not
+ * trusted; the XOR of records (a parity chunk) and broken attribute chains
+ * are refused. */
+static void t_ntfs_records(void)
+{
+	uint64_t size = 1u << 20;
+	uint8_t *v = calloc(1, size);
+	struct mem mm[2];
+	struct dev_reader dv[2];
+	uint8_t r1[1024], r2[1024], r3[1024];
+
+	make_file_rec(v + 8192, 40, 1, 7);                 /* good */
+	make_file_rec(v + 16384, 0, 0, 4);                 /* unused, number 0 */
+	make_file_rec(r1, 5, 1, 3);
+	make_file_rec(r2, 6, 1, 10);
+	make_file_rec(r3, 7, 1, 21);
+	for (int i = 0; i < 1024; i++)                     /* parity of three */
+		v[32768 + i] = r1[i] ^ r2[i] ^ r3[i];
+	make_file_rec(v + 40960, 41, 1, 5);                /* broken chain */
+	put_le32(v + 40960 + 56, 0x15);
+	struct dctx *c = scan_single(v, size, mm, dv);
+	CHECK(count_anchor(c, AK_NTFS_FILE, 40 * 1024, 8192) == 1, "NTFS record 40 (no boot sector)");
+	CHECK(count_anchor(c, AK_NTFS_FILE, 0, 16384) == 0, "unused record numbered 0 accepted");
+	int phantom = 0;
+	for (int i = 0; i < c->nanc; i++)
+		phantom += c->anc[i].off == 32768 || c->anc[i].off == 40960;
+	CHECK(phantom == 0, "XOR of three FILE records or a broken attribute chain accepted (%d)", phantom);
+	ctx_done(c);
+	/* each of the three alone is a record */
+	memcpy(v + 32768, r2, 1024);
+	c = scan_single(v, size, mm, dv);
+	CHECK(count_anchor(c, AK_NTFS_FILE, 6 * 1024, 32768) == 1, "NTFS record 6");
+	ctx_done(c);
+	free(v);
+}
+
+/* Pilot on sparse content (an empty file system): a RAID6 with data in a
+ * few sectors only is still classed RAID6; rows of 0xff fill are no
+ * evidence. */
+static void t_pilot_sparse(void)
+{
+	uint64_t alen = 4u << 20, mb;
+	uint8_t *content = calloc(1, alen);
+	uint32_t C = 65536;
+	for (int i = 0; i < 5; i++)
+		fill_random(content + (uint64_t)i * 3 * C + 1024 * (uint64_t)i, 512);
+	uint8_t **m = build_array(6, LAYOUT_ROTATING_N_RESTART, 6, C, 0, content, alen, &mb);
+	struct mem mm[6];
+	struct dev_reader dv[6];
+	struct dctx *c = ctx_over(m, 6, mb, mm, dv);
+	CHECK(c->par.cls == PC_R6 && c->par.nmembers == 6, "sparse RAID6: class %d members %d", c->par.cls,
+	      c->par.nmembers);
+	int gf = 0;
+	for (int i = 0; i < c->par.nrows; i++)
+		gf += c->par.rows[i].dim == 2;
+	CHECK(gf >= 5, "sparse RAID6: %d rows analysed with two relations", gf);
+	ctx_done(c);
+	for (int r = 0; r < 6; r++)
+		free(m[r]);
+	free(m);
+	/* RAID5 of 4, one missing, mostly 0xff fill: not RAID6 */
+	memset(content, 0xff, alen);
+	fill_text(content + (1u << 20), 1u << 20);
+	m = build_array(5, LAYOUT_LEFT_SYMMETRIC, 4, C, 0, content, alen, &mb);
+	c = ctx_over(m, 3, mb, mm, dv);
+	CHECK(c->par.cls != PC_R6 && c->par.cls != PC_R6M1, "0xff fill read as RAID6 (class %d)", c->par.cls);
+	ctx_done(c);
+	for (int r = 0; r < 4; r++)
+		free(m[r]);
+	free(m);
+	free(content);
+}
+
+/* a ustar header of a file of len bytes */
+static void make_tar_header(uint8_t *h, const char *name, unsigned len)
+{
+	memset(h, 0, 512);
+	snprintf((char *)h, 100, "%s", name);
+	memcpy(h + 100, "0000644", 7);
+	snprintf((char *)h + 124, 12, "%011o", len);
+	memcpy(h + 136, "14573162000", 11);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 5);
+	memcpy(h + 263, "00", 2);
+	unsigned sum = 0;
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
+/* The tar chase through headers that other chunks of the row hold at the
+ * same place (small files: a 16 KiB chunk holds about ten headers, so most
+ * steps meet another chunk's header at the same offset).  Random file data:
+ * the chase alone orders. */
+static void t_tar_chase(void)
+{
+	uint64_t alen = 3u << 20, mb;
+	uint8_t *content = calloc(1, alen);
+	uint32_t C = 16384;
+	int n = 5;
+	uint64_t a = 0;
+	for (int f = 0;; f++) {
+		unsigned len = 100 + rnd32() % 3000;
+		uint64_t next = a + 512 + (len + 511) / 512 * 512;
+		if (next + 1024 > alen)
+			break;
+		char name[64];
+		snprintf(name, sizeof(name), "dir/f%05d", f);
+		make_tar_header(content + a, name, len);
+		fill_random(content + a + 512, len);
+		a = next;
+	}
+	uint8_t **m = build_array(5, LAYOUT_RIGHT_ASYMMETRIC, n, C, 0, content, alen, &mb);
+	int perm[5] = { 2, 4, 0, 3, 1 };   /* image i holds role perm[i] */
+	uint8_t *img[5];
+	for (int i = 0; i < 5; i++)
+		img[i] = m[perm[i]];
+	char err[256];
+	int rc;
+	struct detect_result *res = run_detect(img, 5, mb, NULL, &rc, err, sizeof(err));
+	CHECK(rc == 0 && res->ncand > 0, "rc %d %s", rc, err);
+	if (rc == 0 && res->ncand > 0) {
+		const struct detect_candidate *cd = &res->cand[0];
+		bool ok = cd->level == 5 && cd->layout == LAYOUT_RIGHT_ASYMMETRIC && cd->chunk_bytes == C &&
+			  cd->data_offset == 0 && cd->raid_disks == 5;
+		for (int r = 0; r < 5 && ok; r++)
+			ok = perm[cd->order[r]] == r;
+		CHECK(ok, "tar chase: level %d layout %d chunk %u order %d,%d,%d,%d,%d", cd->level, cd->layout,
+		      cd->chunk_bytes, cd->order[0], cd->order[1], cd->order[2], cd->order[3], cd->order[4]);
+		CHECK(res->verdict != DETECT_AMBIGUOUS, "tar chase: verdict %s: %s", detect_verdict_name(res->verdict),
+		      res->reason);
+	}
+	free(res);
+	for (int r = 0; r < n; r++)
+		free(m[r]);
+	free(m);
+	free(content);
+}
+
+/* XFS v5 directory blocks (self-describing: their own sector address) in a
+ * mostly empty array: one sector per data chunk, at a different chunk
+ * offset in each chunk of a row.  RAID6 missing one member: the chunks of
+ * the missing member show only as P copies (their row's other chunks are
+ * zero there), which the geometry must count as explained; RAID5 missing
+ * one: a RAID6 missing two (which would explain copies too) is refuted by
+ * the rows whose XOR is zero. */
+static void fill_xfs_blocks(uint8_t *content, uint64_t alen, uint32_t C)
+{
+	static const uint8_t uuid[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6 };
+	for (uint64_t ci = 0; (ci + 1) * C <= alen; ci++) {
+		uint64_t x = ci * C + 512 * (ci % 7) + 4096 * (ci % 3);
+		uint8_t *p = content + x;
+		memcpy(p, "XDB3", 4);
+		put_be64(p + 8, x / 512);
+		memcpy(p + 24, uuid, 16);
+		fill_random(p + 64, 448);
+	}
+}
+
+static void t_copies_of_missing(void)
+{
+	char err[256];
+	int rc;
+	for (int pass = 0; pass < 2; pass++) {
+		int level = pass ? 5 : 6, n = pass ? 4 : 6;
+		uint32_t C = 32768;
+		uint64_t alen = 8u << 20, mb;
+		uint8_t *content = calloc(1, alen);
+		fill_xfs_blocks(content, alen, C);
+		int layout = pass ? LAYOUT_LEFT_ASYMMETRIC : LAYOUT_RIGHT_ASYMMETRIC_6;
+		uint8_t **m = build_array(level, layout, n, C, 0, content, alen, &mb);
+		/* images: roles shuffled, role 1 missing */
+		int perm6[5] = { 3, 0, 5, 2, 4 }, perm5[3] = { 2, 0, 3 };
+		int *perm = pass ? perm5 : perm6;
+		int ni = n - 1;
+		uint8_t *img[6];
+		for (int i = 0; i < ni; i++)
+			img[i] = m[perm[i]];
+		struct detect_result *res = run_detect(img, ni, mb, NULL, &rc, err, sizeof(err));
+		CHECK(rc == 0 && res->ncand > 0, "rc %d %s", rc, err);
+		if (rc == 0 && res->ncand > 0) {
+			const struct detect_candidate *cd = &res->cand[0];
+			bool ok = cd->level == level && cd->chunk_bytes == C && cd->data_offset == 0 &&
+				  cd->raid_disks == n && cd->layout == layout;
+			for (int r = 0; r < n && ok; r++)
+				ok = r == 1 ? cd->order[r] < 0 : (cd->order[r] >= 0 && perm[cd->order[r]] == r);
+			CHECK(ok, "sparse XFS RAID%d missing role 1: level %d layout %d disks %d chunk %u order %d,%d,%d,%d",
+			      level, cd->level, cd->layout, cd->raid_disks, cd->chunk_bytes, cd->order[0], cd->order[1],
+			      cd->order[2], cd->order[3]);
+		}
+		free(res);
+		for (int r = 0; r < n; r++)
+			free(m[r]);
+		free(m);
+		free(content);
+	}
+}
+
+/* RAID6 missing two, sparse content: the rows holding a data chunk and its
+ * Q copy (a GF multiple) name Q and the chunk's slot, which no RAID5 reading
+ * explains. */
+static void t_q_copies(void)
+{
+	char err[256];
+	int rc;
+	uint32_t C = 32768;
+	int n = 5;
+	uint64_t alen = 8u << 20, mb;
+	uint8_t *content = calloc(1, alen);
+	fill_xfs_blocks(content, alen, C);
+	uint8_t **m = build_array(6, LAYOUT_LEFT_SYMMETRIC, n, C, 0, content, alen, &mb);
+	int perm[3] = { 4, 0, 2 };   /* roles 1 and 3 missing */
+	uint8_t *img[3];
+	for (int i = 0; i < 3; i++)
+		img[i] = m[perm[i]];
+	struct detect_result *res = run_detect(img, 3, mb, NULL, &rc, err, sizeof(err));
+	CHECK(rc == 0 && res->ncand > 0, "rc %d %s", rc, err);
+	if (rc == 0 && res->ncand > 0) {
+		const struct detect_candidate *cd = &res->cand[0];
+		bool ok = cd->level == 6 && cd->layout == LAYOUT_LEFT_SYMMETRIC && cd->chunk_bytes == C &&
+			  cd->data_offset == 0 && cd->raid_disks == n;
+		for (int r = 0; r < n && ok; r++)
+			ok = (r == 1 || r == 3) ? cd->order[r] < 0 : (cd->order[r] >= 0 && perm[cd->order[r]] == r);
+		CHECK(ok, "sparse RAID6 missing two: level %d layout %d disks %d chunk %u order %d,%d,%d,%d,%d", cd->level,
+		      cd->layout, cd->raid_disks, cd->chunk_bytes, cd->order[0], cd->order[1], cd->order[2], cd->order[3],
+		      cd->order[4]);
+	}
+	free(res);
+	for (int r = 0; r < n; r++)
+		free(m[r]);
+	free(m);
+	free(content);
+}
+
 /* hostile input: never a crash, errors named */
 static void t_hostile(void)
 {
@@ -839,6 +1119,51 @@ START_TEST(t_ntfs_fat_xfs_test)
 }
 END_TEST
 
+START_TEST(t_ntfs_records_test)
+{
+	int f0 = failed;
+
+	t_ntfs_records();
+	ck_assert_msg(failed == f0, "%d checks failed (see above)", failed - f0);
+}
+END_TEST
+
+START_TEST(t_pilot_sparse_test)
+{
+	int f0 = failed;
+
+	t_pilot_sparse();
+	ck_assert_msg(failed == f0, "%d checks failed (see above)", failed - f0);
+}
+END_TEST
+
+START_TEST(t_tar_chase_test)
+{
+	int f0 = failed;
+
+	t_tar_chase();
+	ck_assert_msg(failed == f0, "%d checks failed (see above)", failed - f0);
+}
+END_TEST
+
+START_TEST(t_copies_of_missing_test)
+{
+	int f0 = failed;
+
+	t_copies_of_missing();
+	ck_assert_msg(failed == f0, "%d checks failed (see above)", failed - f0);
+}
+END_TEST
+
+START_TEST(t_q_copies_test)
+{
+	int f0 = failed;
+
+	t_q_copies();
+	ck_assert_msg(failed == f0, "%d checks failed (see above)", failed - f0);
+}
+END_TEST
+
 START_TEST(t_tar_test)
 {
 	int f0 = failed;
@@ -888,6 +1213,11 @@ int main(void)
 	tcase_add_test(tc, t_ext4_anchor_test);
 	tcase_add_test(tc, t_labels_test);
 	tcase_add_test(tc, t_ntfs_fat_xfs_test);
+	tcase_add_test(tc, t_ntfs_records_test);
+	tcase_add_test(tc, t_pilot_sparse_test);
+	tcase_add_test(tc, t_tar_chase_test);
+	tcase_add_test(tc, t_copies_of_missing_test);
+	tcase_add_test(tc, t_q_copies_test);
 	tcase_add_test(tc, t_tar_test);
 	tcase_add_test(tc, t_seam_test);
 	tcase_add_test(tc, t_pipeline_test);
