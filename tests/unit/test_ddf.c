@@ -547,7 +547,7 @@ static void test_synthetic(void)
 	timg_free(&t);
 	/* reader errors are passed up */
 	{
-		struct dev_reader bad = { 1 << 20, NULL, NULL };
+		struct dev_reader bad = { 1 << 20, NULL, NULL, 0 };
 
 		rc = ddf_parse(&bad, info, err, sizeof(err));
 		check(rc == -EINVAL, "NULL read callback: %d", rc);

@@ -136,7 +136,7 @@ static uint8_t *gpt_build(unsigned ss, uint64_t nsect, const struct gspec *p, in
 static int parse_mem(const uint8_t *img, size_t n, unsigned ss, int flags, struct pt_table *t, char *err, size_t errlen)
 {
 	struct mem m = { img, n, 0, 0 };
-	struct dev_reader d = { n, mem_read, &m };
+	struct dev_reader d = { n, mem_read, &m, 0 };
 
 	err[0] = 0;
 	return pt_parse(&d, ss, flags, t, err, errlen);
@@ -311,7 +311,7 @@ static void test_gpt(void)
 	img = gpt_build(512, nsect, three, 3);
 	for (int k = 1; k <= 6; k++) {
 		struct mem m = { img, n, k, 0 };
-		struct dev_reader d = { n, mem_read, &m };
+		struct dev_reader d = { n, mem_read, &m, 0 };
 
 		r = pt_parse(&d, 0, 0, &t, err, sizeof(err));
 		CHECK(r != 0 || t.nparts == 3, "read fail at %d: %d", k, r);
