@@ -6,39 +6,27 @@
  * Everything lives in one struct dctx owned here, freed before returning.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "detect_int.h"
 
-void detect_dfmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!buf || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
 /* raidimg's SIZE syntax: 0, 64K, 1M, 2G, or sectors (63s) */
 void detect_fmt_size(char *buf, size_t len, uint64_t b)
 {
 	if (b == 0)
-		detect_dfmt(buf, len, "0");
+		snprintf(buf, len, "0");
 	else if (b % (1ull << 30) == 0)
-		detect_dfmt(buf, len, "%lluG", (unsigned long long)(b >> 30));
+		snprintf(buf, len, "%lluG", (unsigned long long)(b >> 30));
 	else if (b % (1ull << 20) == 0)
-		detect_dfmt(buf, len, "%lluM", (unsigned long long)(b >> 20));
+		snprintf(buf, len, "%lluM", (unsigned long long)(b >> 20));
 	else if (b % 1024 == 0)
-		detect_dfmt(buf, len, "%lluK", (unsigned long long)(b >> 10));
+		snprintf(buf, len, "%lluK", (unsigned long long)(b >> 10));
 	else if (b % 512 == 0)
-		detect_dfmt(buf, len, "%llus", (unsigned long long)(b >> 9));
+		snprintf(buf, len, "%llus", (unsigned long long)(b >> 9));
 	else
-		detect_dfmt(buf, len, "%llu", (unsigned long long)b);
+		snprintf(buf, len, "%llu", (unsigned long long)b);
 }
 
 void detect_hints_init(struct detect_hints *h)
@@ -74,7 +62,7 @@ int detect_array_args(const struct detect_candidate *c, char *buf, size_t buflen
 		used += l_;                                                     \
 	} while (0)
 
-	detect_dfmt(tmp, sizeof(tmp), "%d", c->level);
+	fmt_err(tmp, sizeof(tmp), "%d", c->level);
 	PUT("--level");
 	PUT(tmp);
 	if (c->level != 4) {
@@ -121,7 +109,7 @@ int detect_run(const struct dev_reader *devs, int nimg, const struct detect_hint
 	if (err && errlen)
 		err[0] = '\0';
 	if (!devs || !res || nimg < 2 || nimg > DETECT_MAX_IMAGES) {
-		detect_dfmt(err, errlen, "detect: %d images given (need 2..%d)", nimg, DETECT_MAX_IMAGES);
+		fmt_err(err, errlen, "detect: %d images given (need 2..%d)", nimg, DETECT_MAX_IMAGES);
 		return -EINVAL;
 	}
 	memset(res, 0, sizeof(*res));
@@ -145,17 +133,17 @@ int detect_run(const struct dev_reader *devs, int nimg, const struct detect_hint
 	else
 		detect_hints_init(&c->h);
 	if (c->h.level && c->h.level != 4 && c->h.level != 5 && c->h.level != 6) {
-		detect_dfmt(err, errlen, "detect: --level %d: only 4, 5 or 6", c->h.level);
+		fmt_err(err, errlen, "detect: --level %d: only 4, 5 or 6", c->h.level);
 		rc = -EINVAL;
 		goto out;
 	}
 	if (c->h.chunk_bytes && (c->h.chunk_bytes & (c->h.chunk_bytes - 1))) {
-		detect_dfmt(err, errlen, "detect: --chunk %u is not a power of two", c->h.chunk_bytes);
+		fmt_err(err, errlen, "detect: --chunk %u is not a power of two", c->h.chunk_bytes);
 		rc = -EINVAL;
 		goto out;
 	}
 	if (c->h.data_offset >= 0 && c->h.data_offset % 512) {
-		detect_dfmt(err, errlen, "detect: --data-offset %lld is not a multiple of 512",
+		fmt_err(err, errlen, "detect: --data-offset %lld is not a multiple of 512",
 		     (long long)c->h.data_offset);
 		rc = -EINVAL;
 		goto out;
@@ -163,7 +151,7 @@ int detect_run(const struct dev_reader *devs, int nimg, const struct detect_hint
 	c->minsize = UINT64_MAX;
 	for (int i = 0; i < nimg; i++) {
 		if (!devs[i].read) {
-			detect_dfmt(err, errlen, "image %d: no read callback", i);
+			fmt_err(err, errlen, "image %d: no read callback", i);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -174,7 +162,7 @@ int detect_run(const struct dev_reader *devs, int nimg, const struct detect_hint
 			c->minsize = c->size[i];
 	}
 	if (c->maxsize < 4096) {
-		detect_dfmt(err, errlen, "detect: images are smaller than 4 KiB");
+		fmt_err(err, errlen, "detect: images are smaller than 4 KiB");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -214,15 +202,15 @@ int detect_run(const struct dev_reader *devs, int nimg, const struct detect_hint
 		struct detect_excluded *x = &res->excluded[res->nexcluded++];
 		x->image = i;
 		if (c->par.zero_excluded >> i & 1)
-			detect_dfmt(x->why, sizeof(x->why),
+			fmt_err(x->why, sizeof(x->why),
 			     "all zero in every row where the other images hold parity-consistent data: "
 			     "not a member of this array (or an empty one, read as missing)");
 		else if (!(c->par.members >> i & 1))
-			detect_dfmt(x->why, sizeof(x->why),
+			fmt_err(x->why, sizeof(x->why),
 			     "takes part in no parity relation with the other images (%d rows analysed): "
 			     "not a member of this array", c->par.rows_inf);
 		else
-			detect_dfmt(x->why, sizeof(x->why), "not placed by the best candidate");
+			fmt_err(x->why, sizeof(x->why), "not placed by the best candidate");
 	}
 out:
 	for (int i = 0; i < nimg; i++) {

@@ -144,13 +144,13 @@ static bool ntfs_boot(const uint8_t *p)
 {
 	if (memcmp(p + 3, "NTFS    ", 8) != 0 || p[510] != 0x55 || p[511] != 0xAA)
 		return false;
-	uint16_t bps = le16(p + 11);
+	uint16_t bps = get_le16(p + 11);
 	return bps >= 256 && bps <= 4096 && is_pow2(bps) && p[13] != 0;
 }
 
 static uint32_t ntfs_cluster(const uint8_t *p)
 {
-	uint16_t bps = le16(p + 11);
+	uint16_t bps = get_le16(p + 11);
 	uint8_t spc = p[13];
 	if (spc > 0x80)   /* 2^(256-spc) sectors per cluster */
 		return (256 - spc) < 20 ? (uint32_t)bps << (256 - spc) : 0;
@@ -159,8 +159,8 @@ static uint32_t ntfs_cluster(const uint8_t *p)
 
 static int scan_ntfs_boot(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 {
-	uint64_t total = le64(p + 40);
-	uint16_t bps = le16(p + 11);
+	uint64_t total = get_le64(p + 40);
+	uint16_t bps = get_le16(p + 11);
 	uint32_t cs = ntfs_cluster(p);
 	int8_t cpmr = (int8_t)p[64];
 	uint32_t rec = cpmr < 0 ? (-cpmr < 16 ? 1u << -cpmr : 0) : (uint32_t)cpmr * cs;
@@ -172,7 +172,7 @@ static int scan_ntfs_boot(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 		return 0;
 	struct agroup *G = &c->grp[g];
 	if (isnew) {
-		uint64_t mft = le64(p + 48), mirr = le64(p + 56);
+		uint64_t mft = get_le64(p + 48), mirr = get_le64(p + 56);
 		G->bs = cs;
 		G->size = total * bps;
 		G->p[0] = bps;
@@ -181,7 +181,7 @@ static int scan_ntfs_boot(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 		G->p[3] = (uint32_t)(mft >> 32);
 		G->p[4] = (uint32_t)mirr;
 		G->p[5] = (uint32_t)(mirr >> 32);
-		detect_dfmt(G->desc, sizeof(G->desc), "NTFS (%u-byte clusters)", cs);
+		fmt_err(G->desc, sizeof(G->desc), "NTFS (%u-byte clusters)", cs);
 	}
 	int64_t rel[2] = { 0, (int64_t)(total * bps) };
 	return anchor_add(c, img, o, g, AK_NTFS_BOOT, rel, 2, 12);
@@ -193,13 +193,13 @@ static bool fat_boot(const uint8_t *p, uint32_t *bps_o)
 		return false;
 	if (memcmp(p + 3, "NTFS", 4) == 0 || memcmp(p + 3, "EXFAT", 5) == 0)
 		return false;
-	uint16_t bps = le16(p + 11);
+	uint16_t bps = get_le16(p + 11);
 	uint8_t spc = p[13];
-	uint16_t res = le16(p + 14);
+	uint16_t res = get_le16(p + 14);
 	uint8_t nf = p[16];
 	uint8_t media = p[21];
-	uint32_t fatsz = le16(p + 22) ? le16(p + 22) : le32(p + 36);
-	uint32_t tot = le16(p + 19) ? le16(p + 19) : le32(p + 32);
+	uint32_t fatsz = get_le16(p + 22) ? get_le16(p + 22) : get_le32(p + 36);
+	uint32_t tot = get_le16(p + 19) ? get_le16(p + 19) : get_le32(p + 32);
 	if (bps < 512 || bps > 4096 || !is_pow2(bps) || !spc || !is_pow2(spc) || !res || nf < 1 ||
 	    nf > 2 || (media != 0xF0 && media < 0xF8) || !fatsz || !tot)
 		return false;
@@ -212,12 +212,12 @@ static bool fat_boot(const uint8_t *p, uint32_t *bps_o)
 static int scan_fat_boot(struct dctx *c, int img, uint64_t o, const uint8_t *p, uint32_t bps)
 {
 	uint8_t spc = p[13];
-	uint16_t res = le16(p + 14);
+	uint16_t res = get_le16(p + 14);
 	uint8_t nf = p[16];
-	uint16_t rootent = le16(p + 17);
-	bool f32 = le16(p + 22) == 0;
-	uint32_t fatsz = f32 ? le32(p + 36) : le16(p + 22);
-	uint32_t tot = le16(p + 19) ? le16(p + 19) : le32(p + 32);
+	uint16_t rootent = get_le16(p + 17);
+	bool f32 = get_le16(p + 22) == 0;
+	uint32_t fatsz = f32 ? get_le32(p + 36) : get_le16(p + 22);
+	uint32_t tot = get_le16(p + 19) ? get_le16(p + 19) : get_le32(p + 32);
 	uint32_t rds = ((uint32_t)rootent * 32 + bps - 1) / bps;
 	uint32_t data = res + nf * fatsz + rds;
 	uint32_t clusters = (tot - data) / spc;
@@ -237,16 +237,16 @@ static int scan_fat_boot(struct dctx *c, int img, uint64_t o, const uint8_t *p, 
 		G->p[3] = fatsz;
 		G->p[4] = data;          /* first data sector */
 		G->p[5] = (uint32_t)ftype;
-		G->p[6] = f32 ? le16(p + 48) : 0;   /* FSInfo sector */
+		G->p[6] = f32 ? get_le16(p + 48) : 0;   /* FSInfo sector */
 		G->q[0] = p[21];                     /* media descriptor */
-		G->q[1] = f32 ? le32(p + 44) : 0;    /* root directory cluster */
+		G->q[1] = f32 ? get_le32(p + 44) : 0;    /* root directory cluster */
 		memcpy(G->lbl, f32 ? p + 71 : p + 43, 11);
-		detect_dfmt(G->desc, sizeof(G->desc), "FAT%d (%u-byte clusters)", ftype, G->bs);
+		fmt_err(G->desc, sizeof(G->desc), "FAT%d (%u-byte clusters)", ftype, G->bs);
 	}
 	int64_t rel[2] = { 0, 0 };
 	int nrel = 1;
-	if (f32 && le16(p + 50) && le16(p + 50) < res)
-		rel[nrel++] = (int64_t)le16(p + 50) * bps;
+	if (f32 && get_le16(p + 50) && get_le16(p + 50) < res)
+		rel[nrel++] = (int64_t)get_le16(p + 50) * bps;
 	return anchor_add(c, img, o, g, AK_FAT_BOOT, rel, nrel, 10);
 }
 
@@ -260,7 +260,7 @@ static bool mbr_valid(const uint8_t *p, uint64_t *starts, int *nstarts)
 		const uint8_t *e = p + 446 + 16 * i;
 		if (e[0] != 0 && e[0] != 0x80)
 			return false;
-		uint32_t lba = le32(e + 8), cnt = le32(e + 12);
+		uint32_t lba = get_le32(e + 8), cnt = get_le32(e + 12);
 		if (e[4] == 0) {
 			continue;
 		}
@@ -290,29 +290,29 @@ static int scan_mbr(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 	if (g < 0)
 		return 0;
 	c->grp[g].base_fixed = true;
-	detect_dfmt(c->grp[g].desc, sizeof(c->grp[g].desc), "MBR partition table");
+	fmt_err(c->grp[g].desc, sizeof(c->grp[g].desc), "MBR partition table");
 	int64_t rel = 0;
 	return anchor_add(c, img, o, g, AK_MBR, &rel, 1, 6);
 }
 
 static int scan_gpt(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 {
-	uint32_t hs = le32(p + 12);
+	uint32_t hs = get_le32(p + 12);
 	uint8_t h[512];
 
 	if (hs < 92 || hs > 512)
 		return 0;
 	memcpy(h, p, hs);
 	memset(h + 16, 0, 4);
-	if (crc32_zlib(0, h, hs) != le32(p + 16))
+	if (crc32_zlib(0, h, hs) != get_le32(p + 16))
 		return 0;
-	uint64_t my = le64(p + 24), ent = le64(p + 72);
-	uint32_t nent = le32(p + 80), esz = le32(p + 84);
+	uint64_t my = get_le64(p + 24), ent = get_le64(p + 72);
+	uint32_t nent = get_le32(p + 80), esz = get_le32(p + 84);
 	int g = fs_group_find_or_add(c, G_DISK, p + 56, 16, NULL);
 	if (g < 0)
 		return 0;
 	c->grp[g].base_fixed = true;
-	detect_dfmt(c->grp[g].desc, sizeof(c->grp[g].desc), "GPT partition table");
+	fmt_err(c->grp[g].desc, sizeof(c->grp[g].desc), "GPT partition table");
 	/* partition starts from the entries, when they follow in this sample */
 	if (esz >= 128 && esz <= 4096 && nent && nent <= 1024 && ent > my && ent - my < 64) {
 		uint64_t eo = o + (ent - my) * SECT;
@@ -322,7 +322,7 @@ static int scan_gpt(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 				break;
 			if (all_zero(e, 16))
 				continue;
-			uint64_t first = le64(e + 32), last = le64(e + 40);
+			uint64_t first = get_le64(e + 32), last = get_le64(e + 40);
 			if (first && first <= last)
 				add_part(c, first * SECT);
 		}
@@ -333,26 +333,26 @@ static int scan_gpt(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 
 static int scan_ext(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 {
-	uint32_t logbs = le32(p + 24);
+	uint32_t logbs = get_le32(p + 24);
 	if (logbs > 6)
 		return 0;
 	uint32_t bs = 1024u << logbs;
-	uint32_t fdb = le32(p + 20);
-	uint32_t bpg = le32(p + 32), ipg = le32(p + 40);
-	uint32_t incompat = le32(p + 96), ro = le32(p + 100);
-	uint64_t blocks = le32(p + 4);
+	uint32_t fdb = get_le32(p + 20);
+	uint32_t bpg = get_le32(p + 32), ipg = get_le32(p + 40);
+	uint32_t incompat = get_le32(p + 96), ro = get_le32(p + 100);
+	uint64_t blocks = get_le32(p + 4);
 	if (incompat & 0x80)
-		blocks |= (uint64_t)le32(p + 336) << 32;
+		blocks |= (uint64_t)get_le32(p + 336) << 32;
 	if (!bpg || bpg > 8 * bs || !ipg || !blocks || fdb != (bs == 1024 ? 1u : 0u) ||
-	    le32(p + 0) == 0 || blocks <= fdb)
+	    get_le32(p + 0) == 0 || blocks <= fdb)
 		return 0;
 	uint64_t groups = (blocks - fdb + bpg - 1) / bpg;
-	uint16_t gnr = le16(p + 90);
+	uint16_t gnr = get_le16(p + 90);
 	if (gnr >= groups)
 		return 0;
 	float w = 12;
 	if (ro & 0x400) {   /* metadata_csum: crc32c of the first 1020 bytes */
-		if (crc32c_sw(~0u, p, 1020) != le32(p + 1020))
+		if (crc32c_sw(~0u, p, 1020) != get_le32(p + 1020))
 			return 0;
 		w = 24;
 	}
@@ -368,15 +368,15 @@ static int scan_ext(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 		G->p[1] = fdb;
 		G->p[2] = ipg;
 		G->p[3] = (uint32_t)groups;
-		G->p[4] = le16(p + 88);   /* inode size */
+		G->p[4] = get_le16(p + 88);   /* inode size */
 		G->p[5] = incompat;
 		G->p[6] = ro;
-		G->q[0] = (incompat & 0x80) && le16(p + 254) >= 64 ? le16(p + 254) : 32;   /* desc size */
+		G->q[0] = (incompat & 0x80) && get_le16(p + 254) >= 64 ? get_le16(p + 254) : 32;   /* desc size */
 		/* checksum seed: s_checksum_seed with INCOMPAT_CSUM_SEED, else crc32c(uuid) */
-		G->q[1] = (incompat & 0x2000) ? le32(p + 0x270) : crc32c_sw(~0u, p + 104, 16);
-		G->q[2] = le32(p + 92);   /* compat (resize_inode etc.) */
-		detect_dfmt(G->desc, sizeof(G->desc), "ext%d (%u-byte blocks)",
-		     (incompat & 0x40) ? 4 : (le32(p + 92) & 4) ? 3 : 2, bs);
+		G->q[1] = (incompat & 0x2000) ? get_le32(p + 0x270) : crc32c_sw(~0u, p + 104, 16);
+		G->q[2] = get_le32(p + 92);   /* compat (resize_inode etc.) */
+		fmt_err(G->desc, sizeof(G->desc), "ext%d (%u-byte blocks)",
+		     (incompat & 0x40) ? 4 : (get_le32(p + 92) & 4) ? 3 : 2, bs);
 	}
 	int64_t rel = gnr == 0 ? 1024 : (int64_t)(((uint64_t)gnr * bpg + fdb) * bs);
 	return anchor_add(c, img, o, g, AK_EXT_SB, &rel, 1, w);
@@ -384,16 +384,16 @@ static int scan_ext(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 
 static int scan_xfs_sb(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 {
-	uint32_t bs = be32(p + 4);
-	uint32_t agb = be32(p + 84), agc = be32(p + 88);
-	uint16_t ss = be16(p + 102), isz = be16(p + 104);
+	uint32_t bs = get_be32(p + 4);
+	uint32_t agb = get_be32(p + 84), agc = get_be32(p + 88);
+	uint16_t ss = get_be16(p + 102), isz = get_be16(p + 104);
 	if (!is_pow2(bs) || bs < 512 || bs > 65536 || (1u << p[120]) != bs || !agb || !agc ||
 	    agc > 1u << 20 || !is_pow2(ss) || ss < 512 || (1u << p[121]) != ss || !is_pow2(isz) ||
 	    (1u << p[122]) != isz || p[124] > 31 || p[123] > 8)
 		return 0;
-	bool v5 = (be16(p + 100) & 0xf) == 5;
+	bool v5 = (get_be16(p + 100) & 0xf) == 5;
 	const uint8_t *meta = p + 32;
-	if (v5 && (be32(p + 216) & 0x4))   /* META_UUID incompat feature */
+	if (v5 && (get_be32(p + 216) & 0x4))   /* META_UUID incompat feature */
 		meta = p + 248;
 	bool isnew;
 	int g = fs_group_find_or_add(c, G_XFS, meta, 16, &isnew);
@@ -402,7 +402,7 @@ static int scan_xfs_sb(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 	struct agroup *G = &c->grp[g];
 	if (isnew || !G->bs) {
 		G->bs = bs;
-		G->size = be64(p + 8) * bs;
+		G->size = get_be64(p + 8) * bs;
 		G->p[0] = agb;
 		G->p[1] = agc;
 		G->p[2] = ss;
@@ -410,7 +410,7 @@ static int scan_xfs_sb(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 		G->p[4] = p[123];   /* inopblog */
 		G->p[5] = p[124];   /* agblklog */
 		G->p[6] = v5;
-		detect_dfmt(G->desc, sizeof(G->desc), "XFS%s (%u-byte blocks, %u AGs)", v5 ? " v5" : "", bs, agc);
+		fmt_err(G->desc, sizeof(G->desc), "XFS%s (%u-byte blocks, %u AGs)", v5 ? " v5" : "", bs, agc);
 	}
 	int64_t rel[ANC_MAXREL];
 	int n = 0;
@@ -421,14 +421,14 @@ static int scan_xfs_sb(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 
 static int scan_lvm_label(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 {
-	uint64_t sec = le64(p + 8);
-	uint32_t off = le32(p + 20);
+	uint64_t sec = get_le64(p + 8);
+	uint32_t off = get_le32(p + 20);
 	if (memcmp(p + 24, "LVM2 001", 8) != 0 || sec > 3 || off < 32 || off > 400)
 		return 0;
 	int g = fs_group_find_or_add(c, G_LVM, p + off, 16, NULL);
 	if (g < 0)
 		return 0;
-	detect_dfmt(c->grp[g].desc, sizeof(c->grp[g].desc), "LVM2 physical volume");
+	fmt_err(c->grp[g].desc, sizeof(c->grp[g].desc), "LVM2 physical volume");
 	int64_t rel = (int64_t)(sec * SECT);
 	return anchor_add(c, img, o, g, AK_LVM_LABEL, &rel, 1, 12);
 }
@@ -438,8 +438,8 @@ static const uint8_t lvm_mda_magic[16] = { ' ', 'L', 'V', 'M', '2', ' ', 'x', '[
 
 static int scan_lvm_mda(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 {
-	uint64_t start = le64(p + 24);
-	if (le32(p + 20) != 1 || start % SECT || start > (1ull << 40))
+	uint64_t start = get_le64(p + 24);
+	if (get_le32(p + 20) != 1 || start % SECT || start > (1ull << 40))
 		return 0;
 	int g = -1;
 	for (int i = 0; i < c->ngrp; i++)
@@ -451,7 +451,7 @@ static int scan_lvm_mda(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 		g = fs_group_find_or_add(c, G_LVM, (const uint8_t *)"mda", 3, NULL);
 		if (g < 0)
 			return 0;
-		detect_dfmt(c->grp[g].desc, sizeof(c->grp[g].desc), "LVM2 metadata area");
+		fmt_err(c->grp[g].desc, sizeof(c->grp[g].desc), "LVM2 metadata area");
 	}
 	int64_t rel = (int64_t)start;
 	return anchor_add(c, img, o, g, AK_LVM_MDA, &rel, 1, 12);
@@ -459,10 +459,10 @@ static int scan_lvm_mda(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 
 static int scan_luks(struct dctx *c, int img, uint64_t o, const uint8_t *p, bool secondary)
 {
-	uint16_t ver = be16(p + 6);
+	uint16_t ver = get_be16(p + 6);
 	int64_t rel = 0;
 	if (ver == 2) {
-		uint64_t ho = be64(p + 256);
+		uint64_t ho = get_be64(p + 256);
 		if (ho % SECT || ho > (64ull << 20))
 			return 0;
 		rel = (int64_t)ho;
@@ -472,7 +472,7 @@ static int scan_luks(struct dctx *c, int img, uint64_t o, const uint8_t *p, bool
 	int g = fs_group_find_or_add(c, G_LUKS, p + 168, 16, NULL);
 	if (g < 0)
 		return 0;
-	detect_dfmt(c->grp[g].desc, sizeof(c->grp[g].desc), "LUKS%u header", ver);
+	fmt_err(c->grp[g].desc, sizeof(c->grp[g].desc), "LUKS%u header", ver);
 	return anchor_add(c, img, o, g, AK_LUKS, &rel, 1, ver == 2 ? 14 : 10);
 }
 
@@ -525,7 +525,7 @@ static int find_group(const struct dctx *c, int type)
  * the fixups but seldom this chain. */
 static bool ntfs_attrs_ok(const uint8_t *r, uint32_t alloc)
 {
-	uint32_t used = le32(r + 24), ao = le16(r + 20);
+	uint32_t used = get_le32(r + 24), ao = get_le16(r + 20);
 	uint32_t prev_type = 0;
 
 	if (used > alloc || ao % 8 || ao < 0x30 || ao >= used)
@@ -533,21 +533,21 @@ static bool ntfs_attrs_ok(const uint8_t *r, uint32_t alloc)
 	for (int guard = 0; guard < 64; guard++) {
 		if (ao + 8 > used)
 			return false;
-		uint32_t type = le32(r + ao);
+		uint32_t type = get_le32(r + ao);
 		if (type == 0xffffffffu)
 			return ao + 8 <= used;
-		uint32_t len = le32(r + ao + 4);
+		uint32_t len = get_le32(r + ao + 4);
 		if (type < 0x10 || type > 0x100 || type % 0x10 || type < prev_type)
 			return false;
 		if (len < 24 || len % 8 || ao + len > used || r[ao + 8] > 1)
 			return false;
 		uint8_t nl = r[ao + 9];
-		uint16_t no = le16(r + ao + 10);
+		uint16_t no = get_le16(r + ao + 10);
 		if (nl && (no < 16 || no + 2u * nl > len))
 			return false;
 		if (r[ao + 8] == 0) {   /* resident: value inside the attribute */
-			uint32_t vl = le32(r + ao + 16);
-			uint16_t vo = le16(r + ao + 20);
+			uint32_t vl = get_le32(r + ao + 16);
+			uint16_t vo = get_le16(r + ao + 20);
 			if (vo > len || vl > len - vo)
 				return false;
 		} else if (len < 64) {
@@ -566,21 +566,21 @@ static bool ntfs_attrs_ok(const uint8_t *r, uint32_t alloc)
  * fixed: a copy with the fixups applied (alloc bytes) when not NULL. */
 static int64_t ntfs_file_record(const uint8_t *p, size_t avail, uint8_t *fixed, uint32_t *alloc_o)
 {
-	uint16_t uo = le16(p + 4), uc = le16(p + 6);
-	uint32_t alloc = le32(p + 28), used = le32(p + 24);
+	uint16_t uo = get_le16(p + 4), uc = get_le16(p + 6);
+	uint32_t alloc = get_le32(p + 28), used = get_le32(p + 24);
 	uint8_t buf[4096];
 	if (alloc < 512 || alloc > 4096 || !is_pow2(alloc) || alloc > avail || used > alloc ||
 	    uc != alloc / 512 + 1 || uo < 0x30 || uo + 2u * uc > 512)
 		return -1;
-	uint16_t usn = le16(p + uo);
+	uint16_t usn = get_le16(p + uo);
 	for (unsigned i = 1; i < uc; i++)
-		if (le16(p + i * 512 - 2) != usn)
+		if (get_le16(p + i * 512 - 2) != usn)
 			return -1;
 	memcpy(buf, p, alloc);
 	for (unsigned i = 1; i < uc; i++)
 		memcpy(buf + i * 512 - 2, p + uo + 2 * i, 2);
-	uint32_t recno = le32(p + 44);
-	bool in_use = le16(p + 22) & 1;
+	uint32_t recno = get_le32(p + 44);
+	bool in_use = get_le16(p + 22) & 1;
 	if (recno == 0 && !in_use)
 		return -1;
 	if (!ntfs_attrs_ok(buf, alloc))
@@ -599,14 +599,14 @@ struct mft_runs {
 
 static void ntfs_parse_mft_runs(const uint8_t *r, uint32_t alloc, struct mft_runs *mr)
 {
-	uint32_t ao = le16(r + 20);
+	uint32_t ao = get_le16(r + 20);
 	mr->n = 0;
 	for (int guard = 0; guard < 64 && ao + 16 <= alloc; guard++) {
-		uint32_t type = le32(r + ao), len = le32(r + ao + 4);
+		uint32_t type = get_le32(r + ao), len = get_le32(r + ao + 4);
 		if (type == 0xffffffffu || len < 16 || ao + len > alloc)
 			return;
-		if (type == 0x80 && r[ao + 8] == 1 && r[ao + 9] == 0 && le64(r + ao + 16) == 0) {
-			uint32_t mp = le16(r + ao + 32);
+		if (type == 0x80 && r[ao + 8] == 1 && r[ao + 9] == 0 && get_le64(r + ao + 16) == 0) {
+			uint32_t mp = get_le16(r + ao + 32);
 			uint32_t q = ao + mp;
 			uint64_t vcn = 0;
 			int64_t lcn = 0;
@@ -672,7 +672,7 @@ static bool ext_desc_ok(const struct agroup *G, const uint8_t *d, uint32_t grp)
 	uint8_t le[4] = { (uint8_t)grp, (uint8_t)(grp >> 8), (uint8_t)(grp >> 16), (uint8_t)(grp >> 24) };
 	memcpy(tmp, d, ds);
 	tmp[0x1E] = tmp[0x1F] = 0;
-	uint16_t want = le16(d + 0x1E);
+	uint16_t want = get_le16(d + 0x1E);
 	if (G->p[6] & 0x400) {   /* metadata_csum */
 		uint32_t crc = crc32c_sw(G->q[1], le, 4);
 		crc = crc32c_sw(crc, tmp, ds);
@@ -699,7 +699,7 @@ static int pass2_ext_gdt(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 			continue;
 		uint32_t ds = G->q[0], per = SECT / ds, groups = G->p[3];
 		uint32_t nsec = (groups + per - 1) / per;
-		if (!ds || le32(p) == 0)
+		if (!ds || get_le32(p) == 0)
 			continue;
 		for (uint32_t si = 0; si < nsec && si < 64; si++) {
 			int ok = 0;
@@ -780,7 +780,7 @@ static int pass2_ntfs(struct dctx *c, struct scan2 *s, int img, uint64_t o, cons
 			if (s->mft_free_g < 0)
 				return 0;
 			c->grp[s->mft_free_g].p[1] = alloc;
-			detect_dfmt(c->grp[s->mft_free_g].desc, sizeof(c->grp[s->mft_free_g].desc),
+			fmt_err(c->grp[s->mft_free_g].desc, sizeof(c->grp[s->mft_free_g].desc),
 			     "NTFS MFT (no boot sector seen)");
 		}
 		g = s->mft_free_g;
@@ -802,7 +802,7 @@ static int pass2_fat(struct dctx *c, const struct scan2 *s, int img, uint64_t o,
 		/* directory: "." then ".." at the start of a cluster */
 		if (memcmp(p, ".          ", 11) == 0 && (p[11] & 0x10) &&
 		    memcmp(p + 32, "..         ", 11) == 0 && (p[43] & 0x10)) {
-			uint32_t cl = le16(p + 26) | (ft == 32 ? (uint32_t)le16(p + 20) << 16 : 0);
+			uint32_t cl = get_le16(p + 26) | (ft == 32 ? (uint32_t)get_le16(p + 20) << 16 : 0);
 			if (cl >= 2) {
 				int64_t rel = (int64_t)data * bps + (int64_t)(cl - 2) * G->bs;
 				if ((uint64_t)rel < G->size) {
@@ -823,10 +823,10 @@ static int pass2_fat(struct dctx *c, const struct scan2 *s, int img, uint64_t o,
 		/* first sector of a FAT: the media descriptor entries */
 		bool fat0 = false;
 		if (ft == 16)
-			fat0 = le16(p) == (0xFF00 | G->q[0]) && (le16(p + 2) | 0xC000) == 0xFFFF;
+			fat0 = get_le16(p) == (0xFF00 | G->q[0]) && (get_le16(p + 2) | 0xC000) == 0xFFFF;
 		else if (ft == 32)
-			fat0 = (le32(p) & 0x0FFFFFFF) == (0x0FFFFF00 | G->q[0]) &&
-			       ((le32(p + 4) & 0x0FFFFFFF) | 0x0C000000) == 0x0FFFFFFF;
+			fat0 = (get_le32(p) & 0x0FFFFFFF) == (0x0FFFFF00 | G->q[0]) &&
+			       ((get_le32(p + 4) & 0x0FFFFFFF) | 0x0C000000) == 0x0FFFFFFF;
 		else
 			fat0 = p[0] == G->q[0] && p[1] == 0xFF && p[2] == 0xFF;
 		if (fat0) {
@@ -862,7 +862,7 @@ static int pass2_fat(struct dctx *c, const struct scan2 *s, int img, uint64_t o,
 		int64_t cand[256];
 		int nc = 0;
 		for (int x = 0; x < E; x++) {
-			uint32_t e = ft == 16 ? le16(p + 2 * x) : (le32(p + 4 * x) & 0x0FFFFFFF);
+			uint32_t e = ft == 16 ? get_le16(p + 2 * x) : (get_le32(p + 4 * x) & 0x0FFFFFFF);
 			uint32_t lim = ft == 16 ? 0xFFF0 : 0x0FFFFFF0;
 			if (e < 2 || e >= lim || (int64_t)e < x + 1)
 				continue;
@@ -909,7 +909,7 @@ static int xfs_group_by_uuid(struct dctx *c, const uint8_t *uuid, bool create)
 	bool isnew;
 	int g = fs_group_find_or_add(c, G_XFS, uuid, 16, &isnew);
 	if (g >= 0 && isnew)
-		detect_dfmt(c->grp[g].desc, sizeof(c->grp[g].desc), "XFS v5 (no superblock seen)");
+		fmt_err(c->grp[g].desc, sizeof(c->grp[g].desc), "XFS v5 (no superblock seen)");
 	return g;
 }
 
@@ -922,21 +922,21 @@ static int pass2_xfs(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 
 	for (size_t i = 0; i < sizeof(shortbt) / sizeof(shortbt[0]); i++)
 		if (memcmp(p, shortbt[i], 4) == 0) {
-			blkno = be64(p + 16);
+			blkno = get_be64(p + 16);
 			uuid = p + 32;
 		}
 	if (!uuid && memcmp(p, "BMA3", 4) == 0) {
-		blkno = be64(p + 24);
+		blkno = get_be64(p + 24);
 		uuid = p + 40;
 	}
 	if (!uuid && (memcmp(p, "XDB3", 4) == 0 || memcmp(p, "XDD3", 4) == 0 || memcmp(p, "XDF3", 4) == 0)) {
-		blkno = be64(p + 8);
+		blkno = get_be64(p + 8);
 		uuid = p + 24;
 	}
 	if (!uuid) {
-		uint16_t m = be16(p + 8);
+		uint16_t m = get_be16(p + 8);
 		if (m == 0x3ebe || m == 0x3df1 || m == 0x3dff || m == 0x3bee) {
-			blkno = be64(p + 16);
+			blkno = get_be64(p + 16);
 			uuid = p + 32;
 		}
 	}
@@ -951,7 +951,7 @@ static int pass2_xfs(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 	bool agf = memcmp(p, "XAGF", 4) == 0, agi = memcmp(p, "XAGI", 4) == 0,
 	     agfl = memcmp(p, "XAFL", 4) == 0;
 	if (agf || agi || agfl) {
-		uint32_t seq = agfl ? be32(p + 4) : be32(p + 8);
+		uint32_t seq = agfl ? get_be32(p + 4) : get_be32(p + 8);
 		const uint8_t *u = agfl ? p + 8 : agf ? p + 64 : p + 296;
 		int g = xfs_group_by_uuid(c, u, false);
 		if (g < 0) {   /* v4, or uuid not seen: the only XFS with a superblock */
@@ -968,13 +968,13 @@ static int pass2_xfs(struct dctx *c, int img, uint64_t o, const uint8_t *p)
 	/* v3 inodes (256 bytes or more; two may share a sector) */
 	for (unsigned io = 0; io < SECT; io += 256) {
 		const uint8_t *q = p + io;
-		if (be16(q) != 0x494e || q[4] != 3)
+		if (get_be16(q) != 0x494e || q[4] != 3)
 			continue;
 		int g = xfs_group_by_uuid(c, q + 160, false);
 		if (g < 0 || !c->grp[g].bs)
 			continue;
 		const struct agroup *G = &c->grp[g];
-		uint64_t ino = be64(q + 152);
+		uint64_t ino = get_be64(q + 152);
 		unsigned inopblog = G->p[4], agblklog = G->p[5];
 		uint64_t agno = ino >> (inopblog + agblklog);
 		uint64_t agbno = (ino >> inopblog) & ((1ull << agblklog) - 1);

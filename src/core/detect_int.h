@@ -20,6 +20,8 @@
 
 #include "detect.h"
 #include "layout.h"
+#include "le.h"
+#include "util.h"
 
 #define MAXI DETECT_MAX_IMAGES
 #define MAXC (DETECT_MAX_IMAGES + 1)   /* image columns incl. the virtual one */
@@ -221,20 +223,7 @@ int solve(struct dctx *c);
 int detect_row_interpret(const struct dctx *c, const struct prow *r, int n, int *p, int *q, int *slot);
 
 /* misc */
-void detect_dfmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void detect_fmt_size(char *buf, size_t len, uint64_t bytes);
-static inline uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static inline uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static inline uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
-static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-static inline uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
 static inline bool all_zero(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

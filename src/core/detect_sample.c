@@ -49,7 +49,7 @@ static int win_add(struct dctx *c, uint64_t off, uint64_t len)
 			size_t n = have - done > (8u << 20) ? (8u << 20) : (size_t)(have - done);
 			int rc = c->dev[i].read(c->dev[i].ctx, w->buf[i] + done, n, off + done);
 			if (rc < 0) {
-				detect_dfmt(c->err, c->errlen, "image %d: read of %zu bytes at offset %llu failed (%d)",
+				fmt_err(c->err, c->errlen, "image %d: read of %zu bytes at offset %llu failed (%d)",
 				     i, n, (unsigned long long)(off + done), rc);
 				c->nwin++;
 				return rc;

@@ -2896,7 +2896,7 @@ int solve(struct dctx *c)
 	int nopt = level_options(&S, opts);
 	if (S.ndc == 0 || nopt == 0) {
 		res->verdict = DETECT_AMBIGUOUS;
-		detect_dfmt(res->reason, sizeof(res->reason), "%s",
+		fmt_err(res->reason, sizeof(res->reason), "%s",
 		     nopt == 0 ? "no RAID level fits the images and the hints"
 			       : "no data offset fits the sample and the hints");
 		goto done;
@@ -3152,7 +3152,7 @@ int solve(struct dctx *c)
 	{
 		if (S.nkeepR == 0) {
 			res->verdict = DETECT_AMBIGUOUS;
-			detect_dfmt(res->reason, sizeof(res->reason), "no geometry could be scored");
+			fmt_err(res->reason, sizeof(res->reason), "no geometry could be scored");
 			goto done;
 		}
 		const struct hyp *best = &S.keepR[0];
@@ -3187,7 +3187,7 @@ int solve(struct dctx *c)
 			char a1[32], a2[32];
 			detect_fmt_size(a1, sizeof(a1), alt->C);
 			detect_fmt_size(a2, sizeof(a2), alt->D);
-			detect_dfmt(why, sizeof(why), "next best (%s, chunk %s, data offset %s) is %.1f bits behind",
+			fmt_err(why, sizeof(why), "next best (%s, chunk %s, data offset %s) is %.1f bits behind",
 			     layout_name(alt->level, alt->layout), a1, a2, margin);
 		}
 		/* RAID6 with two members missing leans on rebuilt chunks, which
@@ -3199,11 +3199,11 @@ int solve(struct dctx *c)
 		}
 		if (margin >= tc && support >= 40) {
 			res->verdict = DETECT_CERTAIN;
-			detect_dfmt(res->reason, sizeof(res->reason), "one geometry explains the evidence; %s",
+			fmt_err(res->reason, sizeof(res->reason), "one geometry explains the evidence; %s",
 			     alt ? why : "no alternative fits");
 		} else if (margin >= tl && support >= 16) {
 			res->verdict = DETECT_LIKELY;
-			detect_dfmt(res->reason, sizeof(res->reason), "best geometry clearly ahead; %s", why);
+			fmt_err(res->reason, sizeof(res->reason), "best geometry clearly ahead; %s", why);
 		} else {
 			res->verdict = DETECT_AMBIGUOUS;
 			const char *what;
@@ -3213,7 +3213,7 @@ int solve(struct dctx *c)
 					       : "the content gives no evidence of rotation or order (random or empty data?)";
 			else
 				what = "other geometries explain the evidence almost as well";
-			detect_dfmt(res->reason, sizeof(res->reason), "%s; %s", what, why);
+			fmt_err(res->reason, sizeof(res->reason), "%s; %s", what, why);
 		}
 	}
 done:
