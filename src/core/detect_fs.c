@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32.h"
 #include "detect_int.h"
 
 #define MAX_ANCHORS 40000
@@ -48,18 +49,11 @@ uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len)
 	return crc;
 }
 
-/* zlib's CRC32 (reflected 0xEDB88320, with the usual inversions). */
+/* zlib's CRC32 (reflected 0xEDB88320, with the usual inversions): the
+ * project's crc32_update. */
 uint32_t crc32_zlib(uint32_t crc, const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-
-	crc = ~crc;
-	while (len--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1)));
-	}
-	return ~crc;
+	return crc32_update(crc, buf, len);
 }
 
 /* ---------------- groups and anchors ---------------- */
