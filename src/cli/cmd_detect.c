@@ -15,6 +15,7 @@
 #include "detect.h"
 #include "geom_args.h"
 #include "source.h"
+#include "sysio.h"
 #include "util.h"
 
 /* One image as detect reads it: its source and the first read that failed. */
@@ -256,15 +257,6 @@ static void print_json(const struct detect_result *res, const struct det_img *im
 		total += res->bytes_read[i];
 	}
 	printf("],\"read_bytes\":%" PRIu64 ",\"seconds\":%.3f}\n", total, secs);
-}
-
-static bool same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	if (!strcmp(a, b))
-		return true;
-	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* The ddrescue mapfile of image i: the one --map names, else the one beside

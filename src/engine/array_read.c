@@ -414,11 +414,7 @@ static int serve_row(struct array *a, uint8_t *buf, uint64_t off, uint64_t end,
 		if (!row_has_bad(pm, disk, row))
 			continue;
 		nbad++;
-		for (uint32_t u = 0; u < pm->nb; u++)
-			if (bad_at(pm, disk, row)[u] == MEMBER_UNIT_FAILED) {
-				nfailed++;
-				break;
-			}
+		nfailed += memchr(bad_at(pm, disk, row), MEMBER_UNIT_FAILED, pm->nb) != NULL;
 	}
 	for (uint32_t x0 = pc->c0; x0 < pc->c1;) {
 		uint32_t x1 = pc->c1;

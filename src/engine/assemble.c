@@ -31,36 +31,38 @@
 /* assembly                                                             */
 /* ------------------------------------------------------------------ */
 
+/* Append a line to buf (notes or warnings: newline-separated, cut at
+ * size). */
+static void lines_vadd(char *buf, size_t size, const char *fmt, va_list ap)
+{
+	size_t used = strlen(buf);
+
+	if (used + 2 >= size)
+		return;
+	vsnprintf(buf + used, size - used - 1, fmt, ap);
+	used = strlen(buf);
+	buf[used] = '\n';
+	buf[used + 1] = '\0';
+}
+
 static void note_add(struct array *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note_add(struct array *a, const char *fmt, ...)
 {
-	size_t used = strlen(a->notes);
 	va_list ap;
 
-	if (used + 2 >= sizeof(a->notes))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(a->notes + used, sizeof(a->notes) - used - 1, fmt, ap);
+	lines_vadd(a->notes, sizeof(a->notes), fmt, ap);
 	va_end(ap);
-	used = strlen(a->notes);
-	a->notes[used] = '\n';
-	a->notes[used + 1] = '\0';
 }
 
 static void warn_add(struct array *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn_add(struct array *a, const char *fmt, ...)
 {
-	size_t used = strlen(a->warnings);
 	va_list ap;
 
-	if (used + 2 >= sizeof(a->warnings))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(a->warnings + used, sizeof(a->warnings) - used - 1, fmt, ap);
+	lines_vadd(a->warnings, sizeof(a->warnings), fmt, ap);
 	va_end(ap);
-	used = strlen(a->warnings);
-	a->warnings[used] = '\n';
-	a->warnings[used + 1] = '\0';
 }
 
 static int add_extra(struct array *a, const struct candidate *c, const char *fmt, ...)
@@ -849,16 +851,6 @@ out:
 	}
 	*out = a;
 	return 0;
-}
-
-/* Same file (by device and inode)? */
-static bool same_file(const char *x, const char *y)
-{
-	struct stat a, b;
-
-	if (stat(x, &a) || stat(y, &b))
-		return !strcmp(x, y);
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* An image given that is a segment or piece of another one given (disk.000

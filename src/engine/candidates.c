@@ -9,6 +9,7 @@
 
 #include "candidates.h"
 #include "probe.h"
+#include "sysio.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
@@ -289,17 +290,6 @@ int cand_choose(const struct cand_set *cs, const struct assemble_opts *o, int *g
 /* placing                                                              */
 /* ------------------------------------------------------------------ */
 
-/* Is img (as given to --serial) the image path?  The same string or the
- * same file. */
-static bool same_image(const char *img, const char *path)
-{
-	struct stat a, b;
-
-	if (!strcmp(img, path))
-		return true;
-	return !stat(img, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 /* The file name without its directory and its image extensions: examiners
  * name images after the drive serial ("WD-WCC4N1234567.img.zst"). */
 static void name_stem(const char *path, char *out, size_t len)
@@ -326,7 +316,7 @@ static void name_stem(const char *path, char *out, size_t len)
 static bool given_serial(const struct assemble_opts *o, const char *path, char *id, size_t len)
 {
 	for (int i = 0; i < o->g.nserials; i++) {
-		if (same_image(o->g.serials[i].image, path)) {
+		if (same_file(o->g.serials[i].image, path)) {
 			snprintf(id, len, "%s", o->g.serials[i].serial);
 			return true;
 		}

@@ -54,7 +54,7 @@ bool member_untrusted(const struct array *a, int disk, uint64_t moff, uint64_t l
 	return m->src && m->src->untrusted && source_untrusted_first(m->src, m->data_offset + moff, len);
 }
 
-static void count_untrusted(struct array *a, int disk, struct io_tally *t)
+static void count_untrusted(struct array *a, int disk)
 {
 	atomic_fetch_add(&count_member(a, disk)->untrusted_reads, 1);
 }
@@ -72,7 +72,7 @@ static int read_raw(struct array *a, int disk, void *buf, size_t len, uint64_t m
 int member_read(struct array *a, int disk, void *buf, size_t len, uint64_t moff, struct io_tally *t)
 {
 	if (member_untrusted(a, disk, moff, len)) {
-		count_untrusted(a, disk, t);
+		count_untrusted(a, disk);
 		return -EIO;
 	}
 	return read_raw(a, disk, buf, len, moff, t);
@@ -85,7 +85,7 @@ int member_readv(struct array *a, int disk, const struct iovec *iov, int niov, u
 	int ret;
 
 	if (member_untrusted(a, disk, moff, len)) {
-		count_untrusted(a, disk, t);
+		count_untrusted(a, disk);
 		return -EIO;
 	}
 	ret = source_preadv(m->src, iov, niov, m->data_offset + moff);
@@ -140,7 +140,7 @@ uint64_t member_read_rows(struct array *a, int disk, uint8_t *buf, uint64_t rows
 	if (!untrusted && cols == stride && read_raw(a, disk, buf, (size_t)(rows * cols), moff, t) == 0)
 		return 0;
 	if (untrusted)
-		count_untrusted(a, disk, t);
+		count_untrusted(a, disk);
 	for (uint64_t r = 0; r < rows; r++) {
 		uint8_t *dst = buf + r * cols, *b = bad + r * nu;
 		uint64_t off = moff + r * stride;

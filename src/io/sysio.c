@@ -11,6 +11,15 @@
 #include "sysio.h"
 #include "util.h"
 
+bool same_file(const char *x, const char *y)
+{
+	struct stat a, b;
+
+	if (!strcmp(x, y))
+		return true;
+	return !stat(x, &a) && !stat(y, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 char *abs_path(const char *path)
 {
 	char cwd[PATH_MAX];

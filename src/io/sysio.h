@@ -3,11 +3,16 @@
 #ifndef RAIDIMG_SYSIO_H
 #define RAIDIMG_SYSIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Absolute version of path (not resolving symlinks); malloc'ed or NULL. */
 char *abs_path(const char *path);
+
+/* Do paths x and y name the same file?  The same string, or the same
+ * device and inode (when both can be stat'ed). */
+bool same_file(const char *x, const char *y);
 
 /* Whole-buffer I/O, retried on EINTR and short transfers.  0 or -errno;
  * a file that ends before len bytes are read (or takes no more) is -EIO. */

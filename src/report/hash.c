@@ -122,12 +122,6 @@ out:
 	return ret;
 }
 
-static void hex_of(const unsigned char *md, unsigned n, char *out)
-{
-	for (unsigned i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
-
 int custody_hash_media(struct source *src, char md5[33], char sha1[41], char *err, size_t errlen)
 {
 	EVP_MD_CTX *c5 = EVP_MD_CTX_new(), *c1 = EVP_MD_CTX_new();
@@ -154,9 +148,9 @@ int custody_hash_media(struct source *src, char md5[33], char sha1[41], char *er
 		off += len;
 	}
 	EVP_DigestFinal_ex(c5, md, &n);
-	hex_of(md, n < 16 ? n : 16, md5);
+	hex_encode(md, n < 16 ? n : 16, md5);
 	EVP_DigestFinal_ex(c1, md, &n);
-	hex_of(md, n < 20 ? n : 20, sha1);
+	hex_encode(md, n < 20 ? n : 20, sha1);
 	ret = 0;
 out:
 	EVP_MD_CTX_free(c5);
