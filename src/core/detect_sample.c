@@ -11,6 +11,8 @@
  *    the rest of the budget as one main window where the content starts:
  *    right after the head when it holds data, else at the first probe that
  *    found any.
+ * Windows grow in place (win_extend) instead of being read again, so an
+ * image gives at most B bytes in all, each counted (bytes_read) when read.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,41 @@
 
 #define PROBE_LEN (64u << 10)
 
+/* Read [from, w->len) of window w (relative to w->off) from every image,
+ * zeros past an image's end; counts what it reads. */
+static int win_read(struct dctx *c, struct dwin *w, uint64_t from)
+{
+	for (int i = 0; i < c->nimg; i++) {
+		uint64_t have = c->size[i] > w->off ? c->size[i] - w->off : 0;
+		if (have > w->len)
+			have = w->len;
+		if (have < w->len)   /* past the image's end */
+			memset(w->buf[i] + (have > from ? have : from), 0, w->len - (have > from ? have : from));
+		/* read in pieces of at most 8 MiB so a reader never sees a huge len */
+		for (uint64_t done = from; done < have;) {
+			size_t n = have - done > (8u << 20) ? (8u << 20) : (size_t)(have - done);
+			int rc = c->dev[i].read(c->dev[i].ctx, w->buf[i] + done, n, w->off + done);
+			if (rc < 0) {
+				fmt_err(c->err, c->errlen, "image %d: read of %zu bytes at offset %llu failed (%d)",
+				     i, n, (unsigned long long)(w->off + done), rc);
+				return rc;
+			}
+			done += n;
+			c->bytes_read[i] += n;
+		}
+	}
+	return 0;
+}
+
+/* The length of a window at off asked to be len: clamped to the largest
+ * image, whole sectors. */
+static uint64_t win_len(const struct dctx *c, uint64_t off, uint64_t len)
+{
+	if (len > c->maxsize - off)
+		len = c->maxsize - off;
+	return (len + SECT - 1) / SECT * SECT;
+}
+
 static int win_add(struct dctx *c, uint64_t off, uint64_t len)
 {
 	struct dwin *w;
@@ -29,37 +66,43 @@ static int win_add(struct dctx *c, uint64_t off, uint64_t len)
 		return 0;
 	if (off >= c->maxsize)
 		return 0;
-	if (len > c->maxsize - off)
-		len = c->maxsize - off;
-	len = (len + SECT - 1) / SECT * SECT;
 	w = &c->win[c->nwin];
 	memset(w, 0, sizeof(*w));
 	w->off = off;
-	w->len = len;
+	w->len = win_len(c, off, len);
+	c->nwin++;   /* from here on the window's buffers are the context's to free */
 	for (int i = 0; i < c->nimg; i++) {
-		w->buf[i] = aligned_alloc(64, len);
+		w->buf[i] = aligned_alloc(64, w->len);
 		if (!w->buf[i])
 			return -ENOMEM;
-		uint64_t have = c->size[i] > off ? c->size[i] - off : 0;
-		if (have > len)
-			have = len;
-		memset(w->buf[i] + have, 0, len - have);   /* past the image's end */
-		/* read in pieces of at most 8 MiB so a reader never sees a huge len */
-		for (uint64_t done = 0; done < have;) {
-			size_t n = have - done > (8u << 20) ? (8u << 20) : (size_t)(have - done);
-			int rc = c->dev[i].read(c->dev[i].ctx, w->buf[i] + done, n, off + done);
-			if (rc < 0) {
-				fmt_err(c->err, c->errlen, "image %d: read of %zu bytes at offset %llu failed (%d)",
-				     i, n, (unsigned long long)(off + done), rc);
-				c->nwin++;
-				return rc;
-			}
-			done += n;
-			c->bytes_read[i] += n;
+	}
+	return win_read(c, w, 0);
+}
+
+/* Grow window w to len bytes, reading only what it did not hold. */
+static int win_extend(struct dctx *c, struct dwin *w, uint64_t len)
+{
+	uint8_t *nb[MAXI];
+	uint64_t old = w->len;
+
+	len = win_len(c, w->off, len);
+	if (len <= old)
+		return 0;
+	for (int i = 0; i < c->nimg; i++) {
+		nb[i] = aligned_alloc(64, len);
+		if (!nb[i]) {
+			while (i-- > 0)
+				free(nb[i]);
+			return -ENOMEM;
 		}
 	}
-	c->nwin++;
-	return 0;
+	for (int i = 0; i < c->nimg; i++) {
+		memcpy(nb[i], w->buf[i], old);
+		free(w->buf[i]);
+		w->buf[i] = nb[i];
+	}
+	w->len = len;
+	return win_read(c, w, old);
 }
 
 /* Does window w hold anything nonzero at or past image offset from? */
@@ -88,6 +131,7 @@ int sample_read(struct dctx *c)
 
 	if (B < (1u << 20))
 		B = 1u << 20;
+	B = B / SECT * SECT;
 	if (c->maxsize <= B) {
 		c->whole = true;
 		return win_add(c, 0, c->maxsize);
@@ -115,36 +159,10 @@ int sample_read(struct dctx *c)
 			}
 		}
 	}
-	if (start == head) {
-		/* extend the head: drop window 0 and read [0, B - probes) as one */
-		for (int i = 0; i < c->nimg; i++)
-			free(c->win[0].buf[i]);
-		uint64_t probes = used - head;
-		for (int w = 1; w < c->nwin; w++)
-			c->win[w - 1] = c->win[w];
-		c->nwin--;
-		/* the bytes of the dropped head are read again: count them once */
-		for (int i = 0; i < c->nimg; i++)
-			c->bytes_read[i] -= c->size[i] > head ? head : c->size[i];
-		rc = win_add(c, 0, B - probes);
-		if (rc)
-			return rc;
-		/* keep windows sorted by offset */
-		struct dwin last = c->win[c->nwin - 1];
-		for (int w = c->nwin - 1; w > 0; w--)
-			c->win[w] = c->win[w - 1];
-		c->win[0] = last;
-		/* probes now inside window 0 are redundant but harmless */
-		return 0;
-	}
-	/* the probe at start is replaced by the main window */
-	for (int i = 0; i < c->nimg; i++) {
-		free(c->win[c->nwin - 1].buf[i]);
-		c->bytes_read[i] -= c->size[i] > start ? (c->size[i] - start < PROBE_LEN ? c->size[i] - start : PROBE_LEN) : 0;
-	}
-	c->nwin--;
-	used -= PROBE_LEN;
-	return win_add(c, start, B - used);
+	if (start == head)   /* the content starts in the head: extend it */
+		return win_extend(c, &c->win[0], B - (used - head));
+	/* the probe at start grows into the main window */
+	return win_extend(c, &c->win[c->nwin - 1], PROBE_LEN + (B - used));
 }
 
 const uint8_t *sp(const struct dctx *c, int img, uint64_t off, size_t len)

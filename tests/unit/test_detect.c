@@ -1,4 +1,3 @@
-/* (synced from the detect prototype by sync-detect.sh: do not edit here) */
 /* test_detect.c - unit tests of the detect prototype's evidence sources and
  * of the whole pipeline on arrays built in memory (with the snapshot's
  * layout.c for placement and parity.c for P/Q), plus hostile inputs.
@@ -71,7 +70,11 @@ struct mem {
 	uint8_t *buf;
 	uint64_t size;
 	int fail_at;   /* -1 never; else fail reads touching this MiB */
+	uint64_t given;   /* bytes the reader handed out */
 };
+
+/* what each image's reader handed out in the last run_detect */
+static uint64_t last_given[DETECT_MAX_IMAGES];
 
 static int mem_read(void *ctx, void *buf, size_t len, uint64_t off)
 {
@@ -81,6 +84,7 @@ static int mem_read(void *ctx, void *buf, size_t len, uint64_t off)
 	if (m->fail_at >= 0 && off <= ((uint64_t)m->fail_at << 20) && off + len > ((uint64_t)m->fail_at << 20))
 		return -EIO;
 	memcpy(buf, m->buf + off, len);
+	m->given += len;
 	return 0;
 }
 
@@ -136,7 +140,7 @@ static struct dctx *ctx_over(uint8_t **imgs, int nimg, uint64_t size, struct mem
 	detect_hints_init(&c->h);
 	c->minsize = UINT64_MAX;
 	for (int i = 0; i < nimg; i++) {
-		mm[i] = (struct mem){ imgs[i], size, -1 };
+		mm[i] = (struct mem){ imgs[i], size, -1, 0 };
 		dv[i] = (struct dev_reader){ size, mem_read, &mm[i], 0 };
 		c->size[i] = size;
 		if (size > c->maxsize)
@@ -184,11 +188,13 @@ static struct detect_result *run_detect(uint8_t **imgs, int nimg, uint64_t size,
 	struct mem mm[DETECT_MAX_IMAGES];
 	struct dev_reader dv[DETECT_MAX_IMAGES];
 	for (int i = 0; i < nimg; i++) {
-		mm[i] = (struct mem){ imgs[i], size, -1 };
+		mm[i] = (struct mem){ imgs[i], size, -1, 0 };
 		dv[i] = (struct dev_reader){ size, mem_read, &mm[i], 0 };
 	}
 	struct detect_result *res = malloc(sizeof(*res));
 	*rc_out = detect_run(dv, nimg, h, res, err, errlen);
+	for (int i = 0; i < nimg; i++)
+		last_given[i] = mm[i].given;
 	return res;
 }
 
@@ -1001,6 +1007,55 @@ static void t_q_copies(void)
 }
 
 /* hostile input: never a crash, errors named */
+/* --max-read bounds what each image gives, whichever way the read plan
+ * goes (content in the head, content first found by a probe, nothing
+ * found), and the count reported is what the reader really handed out. */
+static void t_read_budget(void)
+{
+	const uint32_t C = 65536;
+	const int n = 4;
+	struct {
+		const char *what;
+		uint64_t data_offset;   /* where the array's content starts */
+		uint64_t max_read;
+		bool blank;             /* content all zeros */
+	} cases[] = {
+		{ "content in the head", 512u << 10, 4u << 20, false },
+		{ "content found by the 16 MiB probe", 16u << 20, 4u << 20, false },
+		{ "nothing anywhere", 16u << 20, 4u << 20, true },
+		{ "an odd budget", 512u << 10, (3u << 20) + 1000, false },
+	};
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+		uint64_t alen = 60u << 20, mb;   /* 20 MiB of it per member */
+		uint8_t *content = calloc(1, alen);
+		if (!cases[t].blank)
+			fill_text(content, alen);
+		uint8_t **m = build_array(5, LAYOUT_LEFT_SYMMETRIC, n, C, cases[t].data_offset, content, alen, &mb);
+		struct detect_hints h;
+		detect_hints_init(&h);
+		h.max_read = cases[t].max_read;
+		char err[256] = "";
+		int rc;
+		struct detect_result *res = run_detect(m, n, mb, &h, &rc, err, sizeof(err));
+		CHECK(mb > 2 * h.max_read, "%s: images of %llu bytes are larger than the budget", cases[t].what,
+		      (unsigned long long)mb);
+		for (int i = 0; i < n; i++) {
+			CHECK(last_given[i] <= h.max_read, "%s: image %d gave %llu bytes, budget %llu", cases[t].what, i,
+			      (unsigned long long)last_given[i], (unsigned long long)h.max_read);
+			CHECK(last_given[i] + (1u << 20) > h.max_read, "%s: image %d gave only %llu bytes of %llu",
+			      cases[t].what, i, (unsigned long long)last_given[i], (unsigned long long)h.max_read);
+			CHECK(rc != 0 || res->bytes_read[i] == last_given[i],
+			      "%s: image %d: reported %llu bytes read, the reader gave %llu", cases[t].what, i,
+			      (unsigned long long)res->bytes_read[i], (unsigned long long)last_given[i]);
+		}
+		free(res);
+		for (int r = 0; r < n; r++)
+			free(m[r]);
+		free(m);
+		free(content);
+	}
+}
+
 static void t_hostile(void)
 {
 	char err[256];
@@ -1197,6 +1252,15 @@ START_TEST(t_hostile_test)
 }
 END_TEST
 
+START_TEST(t_read_budget_test)
+{
+	int f0 = failed;
+
+	t_read_budget();
+	ck_assert_msg(failed == f0, "%d checks failed (see above)", failed - f0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("detect");
@@ -1219,6 +1283,7 @@ int main(void)
 	tcase_add_test(tc, t_seam_test);
 	tcase_add_test(tc, t_pipeline_test);
 	tcase_add_test(tc, t_hostile_test);
+	tcase_add_test(tc, t_read_budget_test);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
