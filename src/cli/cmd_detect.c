@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "detect.h"
 #include "geom_args.h"
+#include "layout.h"
 #include "source.h"
 #include "sysio.h"
 #include "util.h"
@@ -119,14 +120,6 @@ static void print_order_json(FILE *f, const struct detect_candidate *c)
 	}
 }
 
-static const char *cand_layout(const struct detect_candidate *c, const char *const *w, int nw)
-{
-	for (int k = 0; k + 1 < nw; k++)
-		if (!strcmp(w[k], "--layout"))
-			return w[k + 1];
-	return c->level == 4 ? "parity-last" : "?";
-}
-
 static void print_text(const struct detect_result *res, const struct det_img *im, int nimg, double secs)
 {
 	uint64_t total = 0;
@@ -142,7 +135,7 @@ static void print_text(const struct detect_result *res, const struct det_img *im
 		if (cand_args(c, im, nimg, buf, sizeof(buf), w, 32, &nw, paths, &np))
 			nw = np = 0;
 		printf("\ncandidate %d: score %.1f: RAID%d %s, %d members, %s chunks, data offset %s",
-		       i + 1, c->score, c->level, cand_layout(c, w, nw), c->raid_disks,
+		       i + 1, c->score, c->level, layout_name(c->level, c->layout), c->raid_disks,
 		       fmt_size(c->chunk_bytes, sz, sizeof(sz)), fmt_size(c->data_offset, sz2, sizeof(sz2)));
 		if (c->data_offset % 1024)
 			printf(" (%" PRIu64 " bytes)", c->data_offset);
@@ -197,7 +190,7 @@ static void print_json(const struct detect_result *res, const struct det_img *im
 		if (cand_args(c, im, nimg, buf, sizeof(buf), w, 32, &nw, paths, &np))
 			nw = np = 0;
 		printf("%s{\"level\":%d,\"layout\":", i ? "," : "", c->level);
-		json_str(stdout, cand_layout(c, w, nw));
+		json_str(stdout, layout_name(c->level, c->layout));
 		printf(",\"raid_disks\":%d,\"chunk_bytes\":%" PRIu32 ",\"data_offset_bytes\":%" PRIu64 ",\"order\":[",
 		       c->raid_disks, c->chunk_bytes, c->data_offset);
 		print_order_json(stdout, c);
