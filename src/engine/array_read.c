@@ -642,7 +642,7 @@ size_t array_read_thread_bytes(const struct array *a)
 
 		/* read_piece: windows of every member, two parity rows, and
 		 * a byte per UNIT of each window (bad-block marks) */
-		if (needs_rebuild_scratch(a))
+		if (needs_rebuild_scratch(g))
 			b += (size_t)(w * (uint64_t)n + 2 * w + w * (uint64_t)n / UNIT + 1);
 		if (b > bytes)
 			bytes = b;
