@@ -76,15 +76,13 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 	# ("ORCL off=0x<array offset>") really is in the images
 	$T "$RAIDIMG" cat --provenance "$TMP/prov" "${imgs[@]}" >/dev/null 2>&1
 	for ((r = 0; r < ${#imgs[@]}; r++)); do
-		grep -ao 'ORCL off=0x[0-9a-f]\{12\}' "$d/member$r.img" | while read -r _ hex; do
-			echo "$((16#${hex#off=0x})):$r"
-		done
+		grep -ao 'ORCL off=0x[0-9a-f]\{12\}' "$d/member$r.img" |
+			perl -ne 'print hex($1), ":'"$r"'\n" if /off=0x([0-9a-f]+)/'
 	done | sort -u >"$TMP/tags"
 	jq -r 'select(.source == "member") | "\(.offset) \(.length) \(.role)"' "$TMP/prov" >"$TMP/recs"
 	# the sectors of the array that carry their own tag (random chunks carry none)
-	grep -abo 'ORCL off=0x[0-9a-f]\{12\}' "$TMP/whole" | while IFS=: read -r at tag; do
-		[ "$((16#${tag#ORCL off=0x}))" = "$at" ] && echo "$at"
-	done >"$TMP/tagged"
+	grep -abo 'ORCL off=0x[0-9a-f]\{12\}' "$TMP/whole" |
+		perl -ne 'print "$1\n" if /^(\d+):ORCL off=0x([0-9a-f]+)$/ && hex($2) == $1' >"$TMP/tagged"
 	bad=$(awk 'FILENAME == ARGV[1] { have[$1] = 1; next }
 		FILENAME == ARGV[2] { tagged[$1] = 1; next }
 		{ for (o = $1 - $1 % 512; o < $1 + $2; o += 512)
