@@ -178,6 +178,45 @@ static bool slots_ok(const int8_t *slot, int nimg, int n, int extra)
 	return true;
 }
 
+/* Do the coefficients w[j] of the images in mem (but skip) all equal one
+ * nonzero value?  *first gets it (0 when mem holds no other image). */
+static bool all_same_nonzero(const uint8_t *w, uint32_t mem, int nimg, int skip, uint8_t *first)
+{
+	*first = 0;
+	for (int j = 0; j < nimg; j++) {
+		if (!(mem >> j & 1) || j == skip)
+			continue;
+		if (!w[j] || (*first && w[j] != *first))
+			return false;
+		*first = w[j];
+	}
+	return true;
+}
+
+/* An interpretation of kind with P at p, Q at q (-1: none) and the data
+ * slot of every other image in mem: log2(nq * v[j] ^ gm).  False when an
+ * image's coefficient is zero or the slots collide (miss_slot counts as
+ * taken). */
+static bool interp_fill(struct interp *in, const struct gf *g, int kind, int p, int q, int miss_slot,
+			const uint8_t *v, uint8_t nq, uint8_t gm, uint32_t mem, int nimg, int n)
+{
+	memset(in, 0, sizeof(*in));
+	in->kind = kind;
+	in->p = (int8_t)p;
+	in->q = (int8_t)q;
+	in->miss_slot = (int8_t)miss_slot;
+	for (int j = 0; j < nimg; j++) {
+		in->slot[j] = -1;
+		if (!(mem >> j & 1) || j == p || j == q)
+			continue;
+		uint8_t x = g->mul[nq][v[j]] ^ gm;
+		if (!x)
+			return false;
+		in->slot[j] = (int8_t)(g->log[x] < 127 ? g->log[x] : 127);
+	}
+	return slots_ok(in->slot, nimg, n, miss_slot);
+}
+
 static void interpret_row(const struct dctx *c, const struct prow *r, int n, struct rowint *out)
 {
 	const struct gf *g = c->gf;
@@ -192,23 +231,10 @@ static void interpret_row(const struct dctx *c, const struct prow *r, int n, str
 			uint8_t a = r->v[0][q], b = r->v[1][q];
 			if (!a && !b)
 				continue;
-			uint8_t w[MAXI];
-			bool ones = true;
-			uint8_t first = 0;
-			for (int j = 0; j < nimg; j++) {
+			uint8_t w[MAXI], first;
+			for (int j = 0; j < nimg; j++)
 				w[j] = g->mul[b][r->v[0][j]] ^ g->mul[a][r->v[1][j]];
-				if (!(mem >> j & 1) || j == q)
-					continue;
-				if (!w[j]) {
-					ones = false;
-					break;
-				}
-				if (!first)
-					first = w[j];
-				else if (w[j] != first)
-					ones = false;
-			}
-			if (!ones || !first)
+			if (!all_same_nonzero(w, mem, nimg, q, &first) || !first)
 				continue;
 			/* q is Q; find P */
 			for (int p = 0; p < nimg && out->n < 3; p++) {
@@ -222,24 +248,7 @@ static void interpret_row(const struct dctx *c, const struct prow *r, int n, str
 					continue;
 				uint8_t nq = g->inv[u[q]];
 				struct interp in;
-				memset(&in, 0, sizeof(in));
-				in.kind = IK_FULL;
-				in.p = (int8_t)p;
-				in.q = (int8_t)q;
-				in.miss_slot = -1;
-				bool ok = true;
-				for (int j = 0; j < nimg; j++) {
-					in.slot[j] = -1;
-					if (!(mem >> j & 1) || j == p || j == q)
-						continue;
-					uint8_t x = g->mul[nq][u[j]];
-					if (!x) {
-						ok = false;
-						break;
-					}
-					in.slot[j] = (int8_t)(g->log[x] < 127 ? g->log[x] : 127);
-				}
-				if (ok && slots_ok(in.slot, nimg, n, -1))
+				if (interp_fill(&in, g, IK_FULL, p, q, -1, u, nq, 0, mem, nimg, n))
 					out->in[out->n++] = in;
 			}
 		}
@@ -248,21 +257,8 @@ static void interpret_row(const struct dctx *c, const struct prow *r, int n, str
 	if (r->dim != 1)
 		return;
 	const uint8_t *v = r->v[0];
-	bool ones = true;
-	uint8_t first = 0;
-	for (int j = 0; j < nimg; j++) {
-		if (!(mem >> j & 1))
-			continue;
-		if (!v[j]) {
-			ones = false;
-			break;
-		}
-		if (!first)
-			first = v[j];
-		else if (v[j] != first)
-			ones = false;
-	}
-	if (ones) {
+	uint8_t first;
+	if (all_same_nonzero(v, mem, nimg, -1, &first)) {
 		struct interp in;
 		memset(&in, 0xff, sizeof(in));
 		in.kind = IK_ONES;
@@ -275,24 +271,7 @@ static void interpret_row(const struct dctx *c, const struct prow *r, int n, str
 		uint8_t nq = g->inv[v[q]];
 		/* missing P: v is the Q relation */
 		struct interp in;
-		memset(&in, 0, sizeof(in));
-		in.kind = IK_MISS_P;
-		in.p = -1;
-		in.q = (int8_t)q;
-		in.miss_slot = -1;
-		bool ok = true;
-		for (int j = 0; j < nimg; j++) {
-			in.slot[j] = -1;
-			if (!(mem >> j & 1) || j == q)
-				continue;
-			uint8_t x = g->mul[nq][v[j]];
-			if (!x) {
-				ok = false;
-				break;
-			}
-			in.slot[j] = (int8_t)(g->log[x] < 127 ? g->log[x] : 127);
-		}
-		if (ok && slots_ok(in.slot, nimg, n, -1))
+		if (interp_fill(&in, g, IK_MISS_P, -1, q, -1, v, nq, 0, mem, nimg, n))
 			out->in[out->n++] = in;
 		/* missing data slot sm: P coefficient 2^sm, data 2^s + 2^sm */
 		for (int p = 0; p < nimg && out->n < 3; p++) {
@@ -302,24 +281,7 @@ static void interpret_row(const struct dctx *c, const struct prow *r, int n, str
 			int sm = g->log[gm];
 			if (sm >= n)
 				continue;
-			memset(&in, 0, sizeof(in));
-			in.kind = IK_MISS_DATA;
-			in.p = (int8_t)p;
-			in.q = (int8_t)q;
-			in.miss_slot = (int8_t)sm;
-			ok = true;
-			for (int j = 0; j < nimg; j++) {
-				in.slot[j] = -1;
-				if (!(mem >> j & 1) || j == q || j == p)
-					continue;
-				uint8_t x = g->mul[nq][v[j]] ^ gm;
-				if (!x) {
-					ok = false;
-					break;
-				}
-				in.slot[j] = (int8_t)(g->log[x] < 127 ? g->log[x] : 127);
-			}
-			if (ok && slots_ok(in.slot, nimg, n, sm))
+			if (interp_fill(&in, g, IK_MISS_DATA, p, q, sm, v, nq, gm, mem, nimg, n))
 				out->in[out->n++] = in;
 		}
 	}
