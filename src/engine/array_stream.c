@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "array_stream.h"
+#include "member_io.h"
 #include "pagecache.h"
 
 struct array_stream {
@@ -38,23 +39,8 @@ int array_stream_open(struct array *a, struct array_stream **out)
 		array_stream_close(as);
 		return -ENOMEM;
 	}
-	for (int d = 0; d < as->n; d++) {
-		struct array_member *m = &a->members[d];
-		uint64_t base;
-		int fd;
-
-		if (!m->src || !m->src->ops->raw_fd)
-			continue;
-		fd = m->src->ops->raw_fd(m->src, &base);
-		if (fd < 0 || pc_trail_open(fd, &as->trail[d]))
-			continue;
-		if (!pc_trail_active(as->trail[d])) {
-			pc_trail_close(as->trail[d]);
-			as->trail[d] = NULL;
-			continue;
-		}
-		as->base[d] = base + m->data_offset;
-	}
+	for (int d = 0; d < as->n; d++)
+		member_trail_open(a, d, &as->trail[d], &as->base[d]);
 	*out = as;
 	return 0;
 }
@@ -75,7 +61,7 @@ static void member_span(const struct array_stream *as, uint64_t off, uint64_t le
 	*hi = (s1 - 1) * cb + (s1 - s0 > 1 ? (k1 == 0 ? (d1 - 1) % cb + 1 : cb) : (k0 == k1 ? (d1 - 1) % cb + 1 : cb));
 }
 
-void array_stream_ahead(struct array_stream *as, uint64_t off, uint64_t len, bool willneed)
+void array_stream_ahead(struct array_stream *as, uint64_t off, uint64_t len)
 {
 	uint64_t lo, hi;
 
@@ -88,8 +74,6 @@ void array_stream_ahead(struct array_stream *as, uint64_t off, uint64_t len, boo
 		if (!as->trail[d])
 			continue;
 		pc_trail_ahead(as->trail[d], as->base[d] + lo, hi - lo, false);
-		if (!willneed)
-			continue;
 		pthread_mutex_lock(&as->lock);
 		if (as->ra_end[d] < lo)
 			as->ra_end[d] = lo;

@@ -21,11 +21,11 @@ struct array_stream;
  * *out is the caller's (array_stream_close).  0 or -ENOMEM. */
 int array_stream_open(struct array *a, struct array_stream **out);
 
-/* Array bytes [off, off + len) are about to be read (willneed: keep each
- * member asked to read ahead, in 2 MiB windows up to one past the member
- * bytes the range needs (whole stripes, or the columns of one chunk),
- * where its pages are not cached). */
-void array_stream_ahead(struct array_stream *as, uint64_t off, uint64_t len, bool willneed);
+/* Array bytes [off, off + len) are about to be read: note the residency of
+ * the member bytes the range needs (whole stripes, or the columns of one
+ * chunk) and keep each member asked to read ahead, in 2 MiB windows up to
+ * one past them, where its pages are not cached. */
+void array_stream_ahead(struct array_stream *as, uint64_t off, uint64_t len);
 
 /* Every array byte below off has been used. */
 void array_stream_behind(struct array_stream *as, uint64_t off);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "member_io.h"
+#include "pagecache.h"
 #include "parity.h"
 
 bool member_chunk_readable(const struct array *a, int disk, uint64_t stripe)
@@ -194,4 +195,25 @@ int stripe_slots(const struct array *a, const struct stripe_map *map, uint8_t *c
 	for (int d = 0; d < map->k; d++)
 		slots[d] = blk_by_disk[map->data_disk[d]];
 	return map->k;
+}
+
+void member_trail_open(const struct array *a, int disk, struct pc_trail **trail, uint64_t *base)
+{
+	const struct array_member *m = &a->members[disk];
+	uint64_t fbase;
+	int fd;
+
+	*trail = NULL;
+	*base = 0;
+	if (!m->src || !m->src->ops->raw_fd)
+		return;
+	fd = m->src->ops->raw_fd(m->src, &fbase);
+	if (fd < 0 || pc_trail_open(fd, trail))
+		return;
+	if (!pc_trail_active(*trail)) {
+		pc_trail_close(*trail);
+		*trail = NULL;
+		return;
+	}
+	*base = fbase + m->data_offset;
 }

@@ -63,4 +63,12 @@ int stripe_parity_id(const struct array *a, const struct stripe_map *map, int di
 int stripe_slots(const struct array *a, const struct stripe_map *map, uint8_t *const *blk_by_disk,
 		 uint8_t **slots);
 
+struct pc_trail;
+/* A page-cache trail (pagecache.h) over member `disk`'s file, for a command
+ * that streams through it: *trail (owned by the caller: pc_trail_close) and
+ * *base, the file offset of the member's data area.  *trail is NULL when
+ * the member has none: not read through a plain file (zstd, EWF, missing),
+ * not a file the kernel caches, or no memory for one. */
+void member_trail_open(const struct array *a, int disk, struct pc_trail **trail, uint64_t *base);
+
 #endif

@@ -111,7 +111,7 @@ static void *worker(void *arg)
 
 		seg_range(r, seg, &off, &len);
 		sl->bad_off = 0;
-		array_stream_ahead(r->stream, off, len, true);
+		array_stream_ahead(r->stream, off, len);
 		ret = seg_read(r, slot, sl->buf, len, off, &sl->bad_off);
 
 		pthread_mutex_lock(&r->lock);

@@ -349,22 +349,10 @@ static void read_member(struct scrub *s, struct batch *b, int m)
 static void trails_open(struct scrub *s)
 {
 	for (int m = 0; m < s->n; m++) {
-		struct array_member *am = &s->a->members[m];
-		uint64_t base;
-		int fd;
-
 		s->ra_end[m] = 0;
-		if (!am->src || !am->src->ops->raw_fd || (s->o.mode == SCRUB_REBUILD && m == s->o.rebuild_role))
-			continue;
-		fd = am->src->ops->raw_fd(am->src, &base);
-		if (fd < 0 || pc_trail_open(fd, &s->trail[m]))
-			continue;
-		if (!pc_trail_active(s->trail[m])) {
-			pc_trail_close(s->trail[m]);
-			s->trail[m] = NULL;
-			continue;
-		}
-		s->trail_base[m] = base + am->data_offset;
+		s->trail[m] = NULL;
+		if (!(s->o.mode == SCRUB_REBUILD && m == s->o.rebuild_role))
+			member_trail_open(s->a, m, &s->trail[m], &s->trail_base[m]);
 	}
 }
 
