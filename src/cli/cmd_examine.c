@@ -109,7 +109,7 @@ static void print_source_text(const struct probed *p)
 	printf("  stored md5     : %s\n  stored sha1    : %s\n", in->md5[0] ? in->md5 : "-", in->sha1[0] ? in->sha1 : "-");
 	printf("  media          : %" PRIu64 " bytes, %u-byte sectors, %u-byte chunks, %s\n", in->media_size,
 	       in->bytes_per_sector, in->chunk_size, in->compressed ? "compressed" : "uncompressed");
-	printf("  acquiry errors : %u range(s) (untrusted: rebuilt from parity)\n", in->nacq_errors);
+	printf("  acquiry errors : %zu range(s) (untrusted: rebuilt from parity)\n", in->acq_errors.n);
 	if (p->verify > 0)
 		printf("  stored hashes  : verified: the media's MD5 and SHA1 match them\n");
 	else if (p->verify < 0)
@@ -156,8 +156,8 @@ static void print_source_json(FILE *f, const struct probed *p)
 	fputs(",\"stored_sha1\":", f);
 	json_str_or_null(f, in->sha1);
 	fprintf(f, ",\"media_bytes\":%" PRIu64 ",\"bytes_per_sector\":%u,\"chunk_bytes\":%u,\"compressed\":%s"
-		",\"segments\":%u,\"acquiry_errors\":%u,\"stored_hashes_verified\":%s", in->media_size,
-		in->bytes_per_sector, in->chunk_size, in->compressed ? "true" : "false", in->nsegments, in->nacq_errors,
+		",\"segments\":%u,\"acquiry_errors\":%zu,\"stored_hashes_verified\":%s", in->media_size,
+		in->bytes_per_sector, in->chunk_size, in->compressed ? "true" : "false", in->nsegments, in->acq_errors.n,
 		p->verify > 0 ? "true" : p->verify < 0 ? "false" : "null");
 	if (p->verify) {
 		fputs(",\"md5\":", f);

@@ -75,10 +75,9 @@ struct ewf_source {
 	unsigned nhandles;
 	struct ewf_handle_slot slot[EWF_MAX_HANDLES];
 	atomic_uint next_slot;
-	pthread_mutex_t bad_lock;        /* guards bad[], nbad */
-	struct ewf_range *bad;           /* checksum error ranges met so far, sorted, merged */
-	unsigned nbad, badcap;
-	uint64_t bad_bytes, warned_bytes;
+	pthread_mutex_t bad_lock;        /* guards bad, warned_bytes */
+	struct range_list bad;           /* checksum error ranges met so far */
+	uint64_t warned_bytes;           /* bad.bytes when last warned */
 };
 
 
@@ -207,9 +206,9 @@ static int check_segment(const char *path, unsigned want_no, bool last, char *er
 		fmt_err(err, errlen, "%s: no EWF signature: not an EWF segment file", path);
 		goto out;
 	}
-	if ((unsigned)(hdr[9] | (hdr[10] << 8)) != want_no) {
+	if (get_le16(hdr + 9) != want_no) {
 		fmt_err(err, errlen, "%s: segment number %u in its header, expected %u (renamed or from another set?)",
-		       path, (unsigned)(hdr[9] | (hdr[10] << 8)), want_no);
+		       path, (unsigned)get_le16(hdr + 9), want_no);
 		goto out;
 	}
 	for (nsec = 0; nsec < EWF_MAX_SECTIONS; nsec++) {
@@ -234,7 +233,7 @@ static int check_segment(const char *path, unsigned want_no, bool last, char *er
 				type[i] = '?';
 		next = get_le64(d + 16);
 		size = get_le64(d + 24);
-		sum = (uint32_t)d[72] | ((uint32_t)d[73] << 8) | ((uint32_t)d[74] << 16) | ((uint32_t)d[75] << 24);
+		sum = get_le32(d + 72);
 		if (adler32(d, 72) != sum) {
 			fmt_err(err, errlen, "%s: section descriptor at offset %llu ('%s'): checksum 0x%08x, computed 0x%08x: damaged segment",
 			       path, (unsigned long long)off, type, sum, adler32(d, 72));
@@ -367,13 +366,6 @@ static const char *header_or_empty(const struct ewf_info *in, const char *key)
 	return "";
 }
 
-static int cmp_range(const void *a, const void *b)
-{
-	const struct ewf_range *x = a, *y = b;
-
-	return x->off < y->off ? -1 : (x->off > y->off);
-}
-
 static int read_metadata(struct ewf_source *s, char *err, size_t errlen)
 {
 	libewf_handle_t *h = s->slot[0].h;
@@ -459,9 +451,6 @@ static int read_metadata(struct ewf_source *s, char *err, size_t errlen)
 		fmt_err(err, errlen, "%s: %u acquisition errors listed: not plausible", in->segments[0].path, n);
 		return -EINVAL;
 	}
-	in->acq_errors = calloc(n ? n : 1, sizeof(*in->acq_errors));
-	if (!in->acq_errors)
-		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t first, count;
 
@@ -472,28 +461,8 @@ static int read_metadata(struct ewf_source *s, char *err, size_t errlen)
 		}
 		if (!count || first > UINT64_MAX / bps || count > UINT64_MAX / bps)
 			continue;
-		in->acq_errors[in->nacq_errors].off = first * bps;
-		in->acq_errors[in->nacq_errors].len = count * bps;
-		in->nacq_errors++;
-	}
-	/* sorted and merged, for the binary search in pread */
-	qsort(in->acq_errors, in->nacq_errors, sizeof(*in->acq_errors), cmp_range);
-	if (in->nacq_errors) {
-		unsigned k = 0;
-
-		for (unsigned i = 1; i < in->nacq_errors; i++) {
-			struct ewf_range *last = &in->acq_errors[k];
-
-			if (in->acq_errors[i].off <= last->off + last->len) {
-				uint64_t e2 = in->acq_errors[i].off + in->acq_errors[i].len;
-
-				if (e2 > last->off + last->len)
-					last->len = e2 - last->off;
-			} else {
-				in->acq_errors[++k] = in->acq_errors[i];
-			}
-		}
-		in->nacq_errors = k + 1;
+		if (range_list_add(&in->acq_errors, first * bps, count * bps))
+			return fmt_fail(err, errlen, -ENOMEM, "%s: out of memory", in->segments[0].path);
 	}
 	return 0;
 }
@@ -510,7 +479,7 @@ static void info_free(struct ewf_info *in)
 		free(in->headers[i].value);
 	}
 	free(in->headers);
-	free(in->acq_errors);
+	range_list_free(&in->acq_errors);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -533,7 +502,7 @@ static void ewf_source_close(struct ewf_source *s)
 	}
 	pthread_mutex_destroy(&s->bad_lock);
 	info_free(&s->info);
-	free(s->bad);
+	range_list_free(&s->bad);
 	free(s);
 }
 
@@ -670,66 +639,6 @@ fail:
 
 /* ---------------------------------------------------------------- reads */
 
-/* Add [off, off+len) to the sorted, merged bad list.  bad_lock held. */
-static int bad_add(struct ewf_source *s, uint64_t off, uint64_t len)
-{
-	uint64_t end = off + len;
-	unsigned i, j;
-
-	for (i = 0; i < s->nbad && s->bad[i].off + s->bad[i].len < off; i++)
-		;
-	/* merge every range touching [off, end) */
-	for (j = i; j < s->nbad && s->bad[j].off <= end; j++) {
-		uint64_t e2 = s->bad[j].off + s->bad[j].len;
-
-		if (s->bad[j].off < off)
-			off = s->bad[j].off;
-		if (e2 > end)
-			end = e2;
-	}
-	if (j == i) {   /* insert */
-		if (s->nbad == s->badcap) {
-			unsigned ncap = s->badcap ? s->badcap * 2 : 16;
-			struct ewf_range *nv = realloc(s->bad, ncap * sizeof(*nv));
-
-			if (!nv)
-				return -ENOMEM;
-			s->bad = nv;
-			s->badcap = ncap;
-		}
-		memmove(s->bad + i + 1, s->bad + i, (s->nbad - i) * sizeof(*s->bad));
-		s->nbad++;
-	} else if (j > i + 1) {   /* ranges i..j-1 become one */
-		memmove(s->bad + i + 1, s->bad + j, (s->nbad - j) * sizeof(*s->bad));
-		s->nbad -= j - i - 1;
-	}
-	s->bad[i].off = off;
-	s->bad[i].len = end - off;
-	s->bad_bytes = 0;
-	for (unsigned k = 0; k < s->nbad; k++)
-		s->bad_bytes += s->bad[k].len;
-	return 0;
-}
-
-/* First range of v[0..n) (sorted by off, not overlapping) overlapping
- * [off, off+len), or NULL.  Binary search. */
-static const struct ewf_range *overlap(const struct ewf_range *v, unsigned n, uint64_t off, uint64_t len)
-{
-	unsigned lo = 0, hi = n;
-
-	while (lo < hi) {     /* first range ending after off */
-		unsigned mid = lo + (hi - lo) / 2;
-
-		if (v[mid].off + v[mid].len <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < n && v[lo].off < off + len)
-		return &v[lo];
-	return NULL;
-}
-
 /* Does buf (len bytes at media offset off) hold an all-zero piece of a
  * chunk?  Only then can libewf have replaced a bad chunk. */
 static bool has_zero_chunk_piece(const uint8_t *buf, size_t len, uint64_t off, uint32_t chunk)
@@ -776,7 +685,7 @@ static int refresh_checksum_errors(struct ewf_source *s, struct ewf_handle_slot 
 			break;
 		}
 		if (count && first < UINT64_MAX / bps && count < UINT64_MAX / bps)
-			ret = bad_add(s, first * bps, count * bps);
+			ret = range_list_add(&s->bad, first * bps, count * bps);
 	}
 	pthread_mutex_unlock(&s->bad_lock);
 	return ret;
@@ -785,7 +694,7 @@ static int refresh_checksum_errors(struct ewf_source *s, struct ewf_handle_slot 
 static int ewf_read(struct ewf_source *s, void *buf, size_t len, uint64_t off)
 {
 	struct ewf_handle_slot *sl;
-	const struct ewf_range *r;
+	const struct byte_range *r;
 	libewf_error_t *e = NULL;
 	uint8_t *p = buf;
 	size_t done = 0;
@@ -830,11 +739,11 @@ static int ewf_read(struct ewf_source *s, void *buf, size_t len, uint64_t off)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&s->bad_lock);
-	r = overlap(s->bad, s->nbad, off, len);
+	r = range_list_first(&s->bad, off, len);
 	if (r) {
 		ret = -EIO;
-		if (s->bad_bytes > s->warned_bytes) {
-			s->warned_bytes = s->bad_bytes;
+		if (s->bad.bytes > s->warned_bytes) {
+			s->warned_bytes = s->bad.bytes;
 			if (atomic_fetch_add(&s->warnings, 1) < EWF_MAX_WARNINGS)
 				msg("%s: media bytes %llu-%llu: chunk checksum error (the evidence file is damaged "
 				    "there); treated as a read error of this member, rebuilt from parity where "
@@ -913,7 +822,6 @@ int source_open_ewf(const char *path, int flags, struct source **out, char *err,
 {
 	struct ewf_source *es = NULL;
 	struct source *s;
-	struct range_list acq = { 0 };
 	char **files;
 	int ret;
 
@@ -947,12 +855,7 @@ int source_open_ewf(const char *path, int flags, struct source **out, char *err,
 	s->files = files;
 	s->nfiles = (int)es->info.nsegments;
 	/* the sectors the imager could not read: it stored zeros there */
-	for (unsigned i = 0; !ret && i < es->info.nacq_errors; i++)
-		ret = range_list_add(&acq, es->info.acq_errors[i].off, es->info.acq_errors[i].len);
-	if (!ret && acq.n)
-		ret = source_untrusted_add(s, &acq, UNTRUSTED_EWF_ACQUIRY, s->path);
-	range_list_free(&acq);
-	if (ret) {
+	if (es->info.acq_errors.n && source_untrusted_add(s, &es->info.acq_errors, UNTRUSTED_EWF_ACQUIRY, s->path)) {
 		source_close(s);
 		return fmt_fail(err, errlen, -ENOMEM, "%s: out of memory", path);
 	}

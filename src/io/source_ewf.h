@@ -8,9 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct ewf_range {
-	uint64_t off, len;          /* bytes of media data */
-};
+#include "ranges.h"
 
 struct ewf_kv {
 	char *key;                  /* libewf identifier: "case_number", ... owned */
@@ -40,8 +38,7 @@ struct ewf_info {
 		   *notes, *acquiry_date, *system_date, *acquiry_software_version;
 	char md5[33];               /* stored hash of the media, lower-case hex, "" if none */
 	char sha1[41];
-	unsigned nacq_errors;       /* read errors recorded by the imager, sorted, merged */
-	struct ewf_range *acq_errors;
+	struct range_list acq_errors;   /* media bytes the imager could not read */
 };
 
 /* The extension of segment number n (1-based) in the series whose first

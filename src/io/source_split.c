@@ -204,8 +204,6 @@ static int open_pieces(struct split_priv *p, const char *dir, char *err, size_t 
 			return fmt_fail(err, errlen, -ENOMEM, "out of memory");
 		sprintf(path, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", pc->name);
 		p->paths[i] = path;
-		if (!p->paths[i])
-			return fmt_fail(err, errlen, -ENOMEM, "out of memory");
 		p->fds[i] = open(p->paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (p->fds[i] < 0)
 			return fmt_fail(err, errlen, -errno, "%s: cannot open: %s", p->paths[i], strerror(errno));
