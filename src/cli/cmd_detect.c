@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include "array.h"
 #include "cli.h"
 #include "detect.h"
 #include "geom_args.h"
@@ -252,82 +253,42 @@ static void print_json(const struct detect_result *res, const struct det_img *im
 	printf("],\"read_bytes\":%" PRIu64 ",\"seconds\":%.3f}\n", total, secs);
 }
 
-/* The ddrescue mapfile of image i: the one --map names, else the one beside
- * it (unless --no-maps), attached to its source (checked against it) and
- * said.  0 or -1 (said). */
-static int take_map(struct det_img *im, const struct geom_args *ga, bool *used)
-{
-	const char *map = NULL;
-	char *found = NULL, err[ERR_MAX], sz[32];
-	bool given = false;
-	int ret = 0;
-
-	for (int k = 0; k < ga->nmaps; k++) {
-		if (!same_file(ga->maps[k].image, im->path))
-			continue;
-		if (map) {
-			msg("--map: two mapfiles for %s (%s and %s)", im->path, map, ga->maps[k].map);
-			return -1;
-		}
-		map = ga->maps[k].map;
-		used[k] = given = true;
-	}
-	if (!map && !ga->no_maps) {
-		ret = source_find_ddrescue_map(im->path, &found, err, sizeof(err));
-		if (ret && ret != -ENOENT) {
-			msg("%s", err);
-			return -1;
-		}
-		map = found;
-		ret = 0;
-	}
-	if (map) {
-		if (source_attach_ddrescue_map(im->src, map, err, sizeof(err))) {
-			msg("%s%s", err, given ? "" : " (taken as the mapfile of the image because of its name; "
-			    "--no-maps to read the image without it)");
-			ret = -1;
-		} else {
-			msg("%s: ddrescue mapfile %s%s: %s not rescued: read as the image holds them (their bytes are "
-			    "counted as untrusted)%s", im->path, map, given ? " (--map)" : "",
-			    fmt_size(im->src->untrusted->r.bytes, sz, sizeof(sz)), given ? "" : " (--no-maps to ignore it)");
-		}
-	}
-	free(found);
-	return ret;
-}
-
 /* The images, opened read-only as every command opens members (registered
  * as evidence: nothing this run writes may land on them), with their
- * mapfiles.  0 or -1 (said). */
-static int open_images(struct det_img *im, int nimg, char **paths, const struct geom_args *ga)
+ * mapfiles (array_open_images).  0 or -1 (said). */
+static int open_images(struct det_img *im, int nimg, char **paths, struct geom_args *ga)
 {
-	char err[ERR_MAX];
-	bool used[LAYOUT_MAX_DISKS] = { false };
+	char err[ERR_MAX], *notes = NULL;
+	struct source **srcs = NULL;
 
+	ga->paths = calloc((size_t)nimg, sizeof(*ga->paths));
+	if (!ga->paths) {
+		msg("out of memory");
+		return -1;
+	}
+	for (int i = 0; i < nimg; i++)
+		ga->paths[i] = paths[i];
+	ga->npaths = nimg;
+	if (array_open_images(ga, SOURCE_READ, "read as the image holds them (counted as untrusted)",
+			      &srcs, &notes, err, sizeof(err))) {
+		msg("%s", err);
+		return -1;
+	}
 	for (int i = 0; i < nimg; i++) {
 		im[i].path = paths[i];
-		for (int j = 0; j < i; j++) {
-			if (!strcmp(paths[i], paths[j])) {
-				msg("%s: given twice", paths[i]);
-				return -1;
-			}
-		}
-		if (source_open(paths[i], SOURCE_READ, &im[i].src, err, sizeof(err))) {
-			msg("%s", err);
-			return -1;
-		}
+		im[i].src = srcs[i];
+	}
+	free(srcs);
+	for (char *line = notes, *nl; line && *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		*nl = '\0';
+		msg("%s", line);
+	}
+	free(notes);
+	for (int i = 0; i < nimg; i++) {
 		if (im[i].src->size < 4096) {
 			msg("%s: %" PRIu64 " bytes: too small to be a member image (4 KiB at least)", paths[i],
 			    im[i].src->size);
-			return -1;
-		}
-		if (take_map(&im[i], ga, used))
-			return -1;
-	}
-	for (int k = 0; k < ga->nmaps; k++) {
-		if (!used[k]) {
-			msg("--map %s=%s: %s is not one of the images given", ga->maps[k].image, ga->maps[k].map,
-			    ga->maps[k].image);
 			return -1;
 		}
 	}

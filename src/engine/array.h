@@ -139,6 +139,17 @@ struct assemble_opts {
  * array_free(). */
 int array_assemble(const struct assemble_opts *o, struct array **out, char *err, size_t errlen);
 
+/* Open the images g->paths[0..g->npaths) as every command opens members
+ * (open_flags: source.h's SOURCE_*): an image named twice, or a piece or
+ * segment of another image named too, is refused; each image gets its
+ * ddrescue mapfile (--map, else IMAGE.map or STEM.map beside it unless
+ * --no-maps), said in a line of *notes that ends with fate (what becomes of
+ * the blocks not rescued).  0 with *srcs (g->npaths sources) and *notes
+ * (NULL when there is nothing to say), both the caller's to free (each
+ * source with source_close); or -errno with the message in err. */
+int array_open_images(const struct geom_args *g, int open_flags, const char *fate, struct source ***srcs,
+		      char **notes, char *err, size_t errlen);
+
 /* ---- what the images hold (examine) ---- */
 
 /* One place where metadata was found: an image or a partition of it, and

@@ -891,30 +891,31 @@ static int note_cat(char **notes, const char *fmt, ...)
 }
 
 /* The ddrescue mapfiles: those named with --map, else (unless --no-maps)
- * IMAGE.map or STEM.map beside each image, each said in *notes. */
-static int attach_maps(struct source **srcs, const char *const *paths, int n, const struct assemble_opts *o,
-		       char **notes, char *err, size_t errlen)
+ * IMAGE.map or STEM.map beside each image, each said in *notes (ending
+ * with what becomes of the blocks not rescued: fate). */
+static int attach_maps(struct source **srcs, const struct geom_args *g, const char *fate, char **notes, char *err,
+		       size_t errlen)
 {
 	bool used[LAYOUT_MAX_DISKS] = { false };
 
-	for (int i = 0; i < n; i++) {
-		const char *map = NULL;
+	for (int i = 0; i < g->npaths; i++) {
+		const char *map = NULL, *path = g->paths[i];
 		char *found = NULL, sz[32];
 		bool given = false;
 		int ret;
 
-		for (int k = 0; k < o->g.nmaps; k++) {
-			if (!same_file(o->g.maps[k].image, paths[i]))
+		for (int k = 0; k < g->nmaps; k++) {
+			if (!same_file(g->maps[k].image, path))
 				continue;
 			if (map)
-				return fmt_fail(err, errlen, -EINVAL, "--map: two mapfiles for %s (%s and %s)", paths[i],
-						map, o->g.maps[k].map);
-			map = o->g.maps[k].map;
+				return fmt_fail(err, errlen, -EINVAL, "--map: two mapfiles for %s (%s and %s)", path,
+						map, g->maps[k].map);
+			map = g->maps[k].map;
 			used[k] = true;
 			given = true;
 		}
-		if (!map && !o->g.no_maps) {
-			ret = source_find_ddrescue_map(paths[i], &found, err, errlen);
+		if (!map && !g->no_maps) {
+			ret = source_find_ddrescue_map(path, &found, err, errlen);
 			if (ret && ret != -ENOENT)
 				return ret;
 			map = found;
@@ -925,37 +926,36 @@ static int attach_maps(struct source **srcs, const char *const *paths, int n, co
 		if (!ret) {
 			const struct untrusted_origin *u = &srcs[i]->untrusted->origins[srcs[i]->untrusted->norigins - 1];
 
-			ret = note_cat(notes, "%s: ddrescue mapfile %s%s: %zu range(s), %s not rescued: rebuilt from "
-				       "parity%s", paths[i], map, given ? " (--map)" : "", u->r.n,
-				       fmt_size(u->r.bytes, sz, sizeof(sz)), given ? "" : " (--no-maps to ignore it)");
+			ret = note_cat(notes, "%s: ddrescue mapfile %s%s: %zu range(s), %s not rescued: %s%s", path, map,
+				       given ? " (--map)" : "", u->r.n, fmt_size(u->r.bytes, sz, sizeof(sz)), fate,
+				       given ? "" : " (--no-maps to ignore it)");
 			if (ret)
 				fmt_err(err, errlen, "out of memory");
 		} else if (!given) {
 			size_t l = strlen(err);
 
 			snprintf(err + l, errlen > l ? errlen - l : 0, " (taken as the mapfile of %s because of its name; "
-				 "--no-maps to read the image without it)", paths[i]);
+				 "--no-maps to read the image without it)", path);
 		}
 		free(found);
 		if (ret)
 			return ret;
 	}
-	for (int k = 0; k < o->g.nmaps; k++)
+	for (int k = 0; k < g->nmaps; k++)
 		if (!used[k])
 			return fmt_fail(err, errlen, -EINVAL, "--map %s=%s: %s is not one of the images given",
-					o->g.maps[k].image, o->g.maps[k].map, o->g.maps[k].image);
+					g->maps[k].image, g->maps[k].map, g->maps[k].image);
 	return 0;
 }
 
-/* Open o's images (read-only unless o says otherwise).  0 with *srcs
- * (calloc'ed, npaths sources) or -errno with the message. */
-static int open_images(const struct assemble_opts *o, struct source ***srcs, char *err, size_t errlen)
+int array_open_images(const struct geom_args *g, int open_flags, const char *fate, struct source ***srcs,
+		      char **notes, char *err, size_t errlen)
 {
-	const char *const *paths = o->g.paths;
-	int npaths = o->g.npaths, ret;
+	const char *const *paths = g->paths;
+	int npaths = g->npaths, ret = 0, opened = 0;
 
-	if (npaths <= 0 && !(o->g.manual && o->g.norder))
-		return fmt_fail(err, errlen, -EINVAL, "no member images given");
+	*srcs = NULL;
+	*notes = NULL;
 	if (npaths > LAYOUT_MAX_DISKS * 2)
 		return fmt_fail(err, errlen, -E2BIG, "too many images (%d)", npaths);
 	for (int i = 0; i < npaths; i++)
@@ -965,17 +965,25 @@ static int open_images(const struct assemble_opts *o, struct source ***srcs, cha
 	*srcs = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof(**srcs));
 	if (!*srcs)
 		return fmt_fail(err, errlen, -ENOMEM, "out of memory");
-	for (int i = 0; i < npaths; i++) {
-		ret = source_open(paths[i], o->open_flags, &(*srcs)[i], err, errlen);
-		if (ret) {
-			for (int j = 0; j < i; j++)
-				source_close((*srcs)[j]);
-			free(*srcs);
-			*srcs = NULL;
-			return ret;
-		}
+	for (; opened < npaths && !ret; opened++)
+		ret = source_open(paths[opened], open_flags, &(*srcs)[opened], err, errlen);
+	if (ret) {
+		opened--;   /* the one that failed */
+		goto fail;
 	}
-	return 0;
+	ret = check_pieces(*srcs, paths, npaths, err, errlen);
+	if (!ret)
+		ret = attach_maps(*srcs, g, fate, notes, err, errlen);
+	if (!ret)
+		return 0;
+fail:
+	for (int i = 0; i < opened; i++)
+		source_close((*srcs)[i]);
+	free(*srcs);
+	*srcs = NULL;
+	free(*notes);
+	*notes = NULL;
+	return ret;
 }
 
 int array_assemble(const struct assemble_opts *o, struct array **out, char *err, size_t errlen)
@@ -984,20 +992,13 @@ int array_assemble(const struct assemble_opts *o, struct array **out, char *err,
 	int npaths = o->g.npaths;
 	struct source **srcs = NULL;
 	char *notes = NULL;
-	int ret = open_images(o, &srcs, err, errlen);
+	int ret;
 
+	if (npaths <= 0 && !(o->g.manual && o->g.norder))
+		return fmt_fail(err, errlen, -EINVAL, "no member images given");
+	ret = array_open_images(&o->g, o->open_flags, "rebuilt from parity", &srcs, &notes, err, errlen);
 	if (ret)
 		return ret;
-	ret = check_pieces(srcs, paths, npaths, err, errlen);
-	if (!ret)
-		ret = attach_maps(srcs, paths, npaths, o, &notes, err, errlen);
-	if (ret) {
-		for (int i = 0; i < npaths; i++)
-			source_close(srcs[i]);
-		free(srcs);
-		free(notes);
-		return ret;
-	}
 	ret = array_assemble_sources(srcs, paths, npaths, o, out, err, errlen);
 	if (!ret && notes) {
 		size_t have = strlen((*out)->notes);
