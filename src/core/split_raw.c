@@ -10,8 +10,7 @@
 #include "util.h"
 
 
-/* If name is prefix + digits (1..9 of them), its number and digit count. */
-static bool suffix_number(const char *name, const char *prefix, size_t plen, unsigned *num, unsigned *width)
+bool split_suffix_number(const char *name, const char *prefix, size_t plen, unsigned *num, unsigned *width)
 {
 	const char *d;
 	unsigned v = 0, w = 0;
@@ -89,7 +88,7 @@ int split_raw_find(const char *first_name, const struct split_dirent *ents, size
 		fmt_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (!suffix_number(first_name, prefix, plen, &first, &width) || width > SPLIT_MAX_WIDTH) {
+	if (!split_suffix_number(first_name, prefix, plen, &first, &width) || width > SPLIT_MAX_WIDTH) {
 		fmt_err(err, errlen, "%s: not a split piece name: the suffix after the last '.' must be 1 to %d digits",
 		       first_name, SPLIT_MAX_WIDTH);
 		goto out;
@@ -111,7 +110,7 @@ int split_raw_find(const char *first_name, const struct split_dirent *ents, size
 	for (size_t i = 0; i < n; i++) {
 		unsigned num, w;
 
-		if (!ents[i].name || !suffix_number(ents[i].name, prefix, plen, &num, &w))
+		if (!ents[i].name || !split_suffix_number(ents[i].name, prefix, plen, &num, &w))
 			continue;
 		if (w != expected_width(num, width))
 			continue;       /* NAME.1 next to NAME.001: another series */

@@ -20,6 +20,7 @@
 #ifndef RAIDIMG_SPLIT_RAW_H
 #define RAIDIMG_SPLIT_RAW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,10 @@ struct split_set {
 	uint64_t total_size;    /* sum of the sizes */
 	char warnings[256];
 };
+
+/* If name (a file name) is prefix (its first plen bytes) + 1 to 9 digits:
+ * true, with their number and how many digits. */
+bool split_suffix_number(const char *name, const char *prefix, size_t plen, unsigned *num, unsigned *width);
 
 /* Find the pieces of the split image whose first piece is first_name (a
  * file name, no directory), among the n entries ents (any order; names not

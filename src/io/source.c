@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "source.h"
+#include "split_raw.h"
 #include "zstd_seekable.h"
 
 /* A zstd image: zstd (or skippable) frame magic at offset 0, and either the
@@ -66,10 +67,10 @@ static bool looks_ewf(const char *path)
 static bool looks_split(const char *path)
 {
 	const char *base = strrchr(path, '/'), *dot;
-	size_t w = 0, plen;
-	unsigned long num = 0;
+	unsigned num, w, v, k;
 	struct dirent *de;
 	struct stat st;
+	size_t plen;
 	char *dir;
 	bool ret = false;
 	DIR *d;
@@ -78,27 +79,14 @@ static bool looks_split(const char *path)
 	dot = strrchr(base, '.');
 	if (!dot || dot == base)
 		return false;
-	for (const char *p = dot + 1; *p; p++, w++) {
-		if (*p < '0' || *p > '9' || w >= 6)
-			return false;
-		num = num * 10 + (unsigned long)(*p - '0');
-	}
-	if (w < 3 || num > 1 || stat(path, &st) || !S_ISREG(st.st_mode))
-		return false;
 	plen = (size_t)(dot + 1 - base);
+	if (!split_suffix_number(base, base, plen, &num, &w) || w < 3 || w > SPLIT_MAX_WIDTH || num > 1 ||
+	    stat(path, &st) || !S_ISREG(st.st_mode))
+		return false;
 	dir = base == path ? strdup(".") : base == path + 1 ? strdup("/") : strndup(path, (size_t)(base - path - 1));
 	d = dir ? opendir(dir) : NULL;
-	while (d && !ret && (de = readdir(d))) {
-		const char *n = de->d_name;
-		unsigned long v = 0;
-		size_t k = 0;
-
-		if (strncmp(n, base, plen))
-			continue;
-		for (n += plen; *n >= '0' && *n <= '9' && k < 7; n++, k++)
-			v = v * 10 + (unsigned long)(*n - '0');
-		ret = !*n && k >= w && v > num;
-	}
+	while (d && !ret && (de = readdir(d)))
+		ret = split_suffix_number(de->d_name, base, plen, &v, &k) && k >= w && v > num;
 	if (d)
 		closedir(d);
 	free(dir);
