@@ -19,8 +19,9 @@
  * calling thread then sends each segment in order: spliced pieces and
  * rebuilt ones as they come.
  * Ahead of the pieces, every member is told (POSIX_FADV_WILLNEED) to read
- * the next PREFETCH_BYTES of its data area: members see large requests, all
- * in flight at once, however small the chunks are.
+ * the next PREFETCH_BYTES of its data area (no more than the read can need):
+ * members see large requests, all in flight at once, however small the
+ * chunks are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +47,8 @@ struct splice_run {
 	size_t pipe_cap;        /* bytes the pipe holds (F_GETPIPE_SZ) */
 	bool out_copy;          /* out_fd refused splice: read the pipe and write() */
 	bool *in_copy;          /* [raid_disks] member refused splice: array_read it; owned */
-	uint64_t *ra_row;       /* [raid_disks] rows told WILLNEED so far; owned */
+	uint64_t *ra_end;       /* [raid_disks] data-area bytes told WILLNEED so far; owned */
+	uint64_t end;           /* array bytes below this are read (the whole run's end) */
 	uint8_t *bounce;        /* SLICE_BYTES; owned */
 	struct splice_cat_stats *st;
 	uint64_t *written;
@@ -200,33 +202,37 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 	return got > rel ? pipe_release(r, (size_t)(got - rel)) : 0;
 }
 
-/* Tell every member to read ahead its rows [ra_row, s + rows) */
+/* Stripe s of the run is next: keep every member
+ * told to read ahead up to 2 x PREFETCH_BYTES past its row s (topped up once
+ * half of that is used), never past what the read can need of it - a
+ * member gives at most as many bytes from row s on as the read has array
+ * bytes from stripe s on (a 1 MiB read of 1 GiB chunks asks no member
+ * for a whole chunk) - nor past its data. */
 static void prefetch(struct splice_run *r, uint64_t s)
 {
+	uint64_t end = r->end;
 	struct array *a = r->a;
-	uint64_t cb = a->geom.chunk_bytes;
-	uint64_t rows = PREFETCH_BYTES / cb ? PREFETCH_BYTES / cb : 1;
+	uint64_t cb = a->geom.chunk_bytes, sbytes = cb * (uint64_t)a->k;
+	uint64_t at = s * cb;
+	uint64_t lim = min_u64(at + 2 * (uint64_t)PREFETCH_BYTES,
+			       min_u64(at + (end - s * sbytes), a->stripes * cb));
 
 	for (int i = 0; i < a->geom.raid_disks; i++) {
 		struct array_member *m = &a->members[i];
-		uint64_t from = r->ra_row[i] > s ? r->ra_row[i] : s, to = min_u64(s + 2 * rows, a->stripes);
+		uint64_t from = r->ra_end[i] > at ? r->ra_end[i] : at, to = min_u64(lim, m->readable_bytes);
 
-		/* keep a window ahead: top it up once half of it is used */
-		if (!m->src || r->in_copy[i] || r->ra_row[i] >= s + rows || from >= to)
+		if (!m->src || r->in_copy[i] || r->ra_end[i] >= at + PREFETCH_BYTES || from >= to)
 			continue;
 		if (m->state != MEMBER_OK && m->state != MEMBER_REBUILDING)
-			continue;
-		if (from * cb >= m->readable_bytes)
 			continue;
 		uint64_t base;
 		int fd = m->src->ops->raw_fd(m->src, &base);
 
-		(void)posix_fadvise(fd, (off_t)(base + m->data_offset + from * cb), (off_t)((to - from) * cb),
-				    POSIX_FADV_WILLNEED);
+		(void)posix_fadvise(fd, (off_t)(base + m->data_offset + from), (off_t)(to - from), POSIX_FADV_WILLNEED);
 		atomic_fetch_add(&a->io.requests, 1);
-		atomic_fetch_add(&a->io.bytes, (to - from) * cb);
+		atomic_fetch_add(&a->io.bytes, to - from);
 		r->st->prefetches++;
-		r->ra_row[i] = to;
+		r->ra_end[i] = to;
 	}
 }
 
@@ -371,9 +377,9 @@ static int run_init(struct splice_run *r)
 
 	r->pipe_r = r->pipe_w = -1;
 	r->in_copy = calloc((size_t)n, sizeof(*r->in_copy));
-	r->ra_row = calloc((size_t)n, sizeof(*r->ra_row));
+	r->ra_end = calloc((size_t)n, sizeof(*r->ra_end));
 	r->bounce = xaligned_alloc(SLICE_BYTES);
-	if (!r->in_copy || !r->ra_row || !r->bounce)
+	if (!r->in_copy || !r->ra_end || !r->bounce)
 		return -ENOMEM;
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
@@ -394,7 +400,7 @@ static void run_free(struct splice_run *r)
 	if (r->pipe_r >= 0)
 		close(r->pipe_r);
 	free(r->bounce);
-	free(r->ra_row);
+	free(r->ra_end);
 	free(r->in_copy);
 }
 
@@ -402,7 +408,7 @@ int splice_cat(struct array *a, int out_fd, uint64_t off, uint64_t len, int nthr
 	       uint64_t *bad_off, struct splice_cat_stats *st)
 {
 	struct splice_cat_stats st_local;
-	struct splice_run r = { .a = a, .out_fd = out_fd, .written = written, .bad_off = bad_off };
+	struct splice_run r = { .a = a, .out_fd = out_fd, .written = written, .bad_off = bad_off, .end = off + len };
 	struct pipeline pl = {
 		.vol = array_volume(a), .start = off, .length = len, .nthreads = nthreads,
 		.read = seg_read, .read_ctx = &r, .consume = seg_send, .ctx = &r,
