@@ -112,8 +112,12 @@ done
 
 echo "# $SECONDS s so far"
 # ---- the configurations proven with the real md driver round trip too
+vi=0
+quick && echo "# quick: every third configuration md verified"
 while read -r cname level n layout chunk meta size fill missing extra; do
 	[ -n "$cname" ] || continue
+	vi=$((vi + 1))
+	quick && ((vi % 3)) && continue
 	rm -rf "$A"
 	"$RAIDIMG" create --metadata "$meta" --level "$level" --devices "$n" --layout "$layout" \
 		--chunk "$chunk" --size "$size" $extra -o "$A" >/dev/null 2>"$TMP/err" ||

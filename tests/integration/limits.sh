@@ -129,11 +129,14 @@ expect_fail "300 images with md metadata" "too many images|no RAID metadata|too 
 # 256 members of 1 GiB chunks (sparse images, manual geometry) with role 1,
 # which holds the first data chunk, missing: every byte read is rebuilt from
 # 254 others, and the rebuild scratch is window x members, bounded whatever
-# the chunk
+# the chunk.  (quick: 64 members, the same code; most of the time here is
+# the kernel filling page cache with the holes' zeros)
+W=256
+quick && W=64
 mkdir -p "$TMP/wide"
-for i in $(seq 0 254); do truncate -s 1G "$TMP/wide/m$(printf %03d "$i").img"; done
+for i in $(seq 0 $((W - 2))); do truncate -s 1G "$TMP/wide/m$(printf %03d "$i").img"; done
 wide=("$TMP"/wide/m*.img)
-check "256 members x 1 GiB chunks, role 1 missing: a 1M read in bounded memory (< 300 MiB)" \
+check "$W members x 1 GiB chunks, role 1 missing: a 1M read in bounded memory (< 300 MiB)" \
 	peak_rss_ok 300 "$RAIDIMG" cat --stats --level 6 --chunk 1G --length 1M -o "$TMP/wide.out" \
 	"${wide[0]}" missing "${wide[@]:1}"
 check "... rebuilt from parity" grep -q '"stripes_rebuilt":[1-9]' "$TMP/rss.err"
