@@ -96,6 +96,16 @@ struct fuse_fs {
 	} sections[FUSE_FS_MAX_SECTIONS];
 	int nsections;
 	struct fg_gauge fg;          /* the image's readers, for the scrub to yield to */
+	/* Handles of the other files still open: the kernel sends RELEASE
+	 * after close(2) returns, so a daemon told to stop (Ctrl-C,
+	 * fusermount3 -u) can end with some never released - fuse_fs_free
+	 * releases them. */
+	pthread_mutex_t open_lock;
+	struct open_handle {
+		int file;                /* index into files[] */
+		uint64_t fh;
+	} *open;                     /* [nopen], owned */
+	size_t nopen, capopen;
 };
 
 /* ------------------------------------------------------------------ */
@@ -509,6 +519,42 @@ static bool wants_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
+/* Note handle fh of file index `file` as open.  0 or -ENOMEM. */
+static int handle_add(struct fuse_fs *fs, int file, uint64_t fh)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&fs->open_lock);
+	if (fs->nopen == fs->capopen) {
+		size_t ncap = fs->capopen ? fs->capopen * 2 : 16;
+		struct open_handle *n = realloc(fs->open, ncap * sizeof(*n));
+
+		if (n) {
+			fs->open = n;
+			fs->capopen = ncap;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	if (!ret)
+		fs->open[fs->nopen++] = (struct open_handle){ file, fh };
+	pthread_mutex_unlock(&fs->open_lock);
+	return ret;
+}
+
+/* Forget handle fh of file index `file` (it is being released). */
+static void handle_drop(struct fuse_fs *fs, int file, uint64_t fh)
+{
+	pthread_mutex_lock(&fs->open_lock);
+	for (size_t i = 0; i < fs->nopen; i++) {
+		if (fs->open[i].file == file && fs->open[i].fh == fh) {
+			fs->open[i] = fs->open[--fs->nopen];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fs->open_lock);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fuse_fs *fs = req_fs(req);
@@ -539,14 +585,21 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	ret = f->ops->open(f->priv, fi->flags, &fi->fh);
+	if (!ret && f->ops->release) {
+		ret = handle_add(fs, (int)(f - fs->files), fi->fh);
+		if (ret)
+			f->ops->release(f->priv, fi->fh);
+	}
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
 	fi->direct_io = 1;           /* generated: its size may differ from stat's */
 	fi->noflush = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT && f->ops->release)
+	if (fuse_reply_open(req, fi) == -ENOENT && f->ops->release) {
+		handle_drop(fs, (int)(f - fs->files), fi->fh);
 		f->ops->release(f->priv, fi->fh);   /* the opener was interrupted */
+	}
 }
 
 /* The hot path: one array_read into this thread's buffer, one reply. */
@@ -683,12 +736,15 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fs_file *f = ino_file(req_fs(req), ino);
+	struct fuse_fs *fs = req_fs(req);
+	struct fs_file *f = ino_file(fs, ino);
 
 	if (wants_write(fi->flags))
-		sync_image(req_fs(req), ino);   /* writes after the last flush (mmap) */
-	if (f && f->ops->release)
+		sync_image(fs, ino);   /* writes after the last flush (mmap) */
+	if (f && f->ops->release) {
+		handle_drop(fs, (int)(f - fs->files), fi->fh);
 		f->ops->release(f->priv, fi->fh);
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -754,6 +810,7 @@ int fuse_fs_new(struct array *a, const struct fuse_fs_opts *o, struct fuse_fs **
 	if (!fs)
 		goto nomem;
 	fs->a = a;
+	pthread_mutex_init(&fs->open_lock, NULL);
 	fg_gauge_init(&fs->fg);
 	fs->file_mount = S_ISREG(st.st_mode);
 	fs->mountpoint = strdup(o->mountpoint);
@@ -801,6 +858,11 @@ void fuse_fs_free(struct fuse_fs *fs)
 			fuse_remove_signal_handlers(fs->se);
 		fuse_session_destroy(fs->se);
 	}
+	/* no request comes any more: what the kernel never released goes */
+	for (size_t i = 0; i < fs->nopen; i++)
+		fs->files[fs->open[i].file].ops->release(fs->files[fs->open[i].file].priv, fs->open[i].fh);
+	free(fs->open);
+	pthread_mutex_destroy(&fs->open_lock);
 	for (int i = 0; i < fs->nfiles; i++) {
 		free(fs->files[i].name);
 		if (fs->files[i].priv_owned)

@@ -67,9 +67,14 @@ if wait_until 20 is_mounted "$mnt" && wait_until 10 test -s "$TMP/fg.out"; then
 	check "-f: serves from this very process" test "$(status_field "$mnt" .mount.pid)" = "$(pgrep -P "$fpid" || echo "$fpid")"
 	check "-f: sha256" test "$($T sha256sum "$mnt/oracle_oracle.img" | cut -d' ' -f1)" = "$want"
 	rpid=$(status_field "$mnt" .mount.pid)
+	# status and a control file still open when the daemon stops: the
+	# kernel never releases them (the sanitizer build's leak check fails
+	# the exit status if the daemon does not free them itself)
+	exec 3<"$mnt/status" 4<"$mnt/sync_action"
 	kill -INT "$rpid"
 	wait_pid "$fpid"; rc=$?
-	check "-f: SIGINT ends the process with status 0 ($(cat "$TMP/fg.err"))" test $rc -eq 0
+	exec 3<&- 4<&-
+	check "-f: SIGINT ends the process with status 0, files still open ($(cat "$TMP/fg.err"))" test $rc -eq 0
 	check "-f: SIGINT leaves no mount" not_mounted "$mnt"
 	check "-f: the process is gone" pid_gone "$rpid"
 else
