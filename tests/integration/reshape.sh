@@ -47,15 +47,16 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 		test "$(stats_method "$TMP/cat.err")" = pipeline
 	check "$c: cat --no-zero-copy: md's sha256" test "$(catsha --no-zero-copy "${imgs[@]}")" = "$want"
 
-	# slices across the reshape position and at the ends
-	bad=0
-	for ol in $((pos - 1)):2 $((pos - 70000)):140001 $((pos - 4096)):4096 $pos:4096 $((pos + 777)):123456 \
-		0:$((pos + 1)) $((pos - 1)):$((size - pos + 1)) $((size - 3)):3; do
+	# slices across the reshape position and at the ends (quick: three)
+	bad=0 slices=($((pos - 1)):2 $((pos - 70000)):140001 $((pos - 4096)):4096 $pos:4096 $((pos + 777)):123456
+		0:$((pos + 1)) $((pos - 1)):$((size - pos + 1)) $((size - 3)):3)
+	quick && slices=("${slices[0]}" "${slices[1]}" "${slices[7]}")
+	for ol in "${slices[@]}"; do
 		o=${ol%:*} l=${ol#*:}
 		$T "$RAIDIMG" cat --offset "$o" --length "$l" "${imgs[@]}" >"$TMP/part" 2>/dev/null || bad=1
 		cmp -s "$TMP/part" <(tail -c +$((o + 1)) "$TMP/whole" | head -c "$l") || { bad=1; echo "  $o+$l differs"; }
 	done
-	check "$c: 8 slices across the reshape position equal the whole" test $bad = 0
+	check "$c: ${#slices[@]} slices across the reshape position equal the whole" test $bad = 0
 
 	# every set of members md could still read (one or two gone)
 	n=${#imgs[@]} red=$((lvl == 6 ? 2 : 1)) bad=0 sets=0
@@ -93,13 +94,16 @@ for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
 	check "$c: provenance: every direct run ($(wc -l <"$TMP/recs")) names the member holding it ($bad wrong)" \
 		test "$bad" = 0 -a "$(wc -l <"$TMP/recs")" -gt 10
 
-	# export, zstd members
+	# export, zstd members (quick: zstd for the first case only)
 	rm -f "$TMP/exp.img"
 	$T "$RAIDIMG" export "${imgs[@]}" -o "$TMP/exp.img" >/dev/null 2>&1
 	check "$c: export: md's sha256" test "$(sha "$TMP/exp.img")" = "$want"
-	rm -f "$TMP"/z*.zst
-	for m in "$d"/member*.img; do $T "$RAIDIMG" compress -o "$TMP/z$(basename "$m").zst" "$m" 2>/dev/null; done
-	check "$c: zstd members: md's sha256" test "$(catsha "$TMP"/z*.zst)" = "$want"
+	if ! quick || [ -z "${zstd_done:-}" ]; then
+		zstd_done=1
+		rm -f "$TMP"/z*.zst
+		for m in "$d"/member*.img; do $T "$RAIDIMG" compress -o "$TMP/z$(basename "$m").zst" "$m" 2>/dev/null; done
+		check "$c: zstd members: md's sha256" test "$(catsha "$TMP"/z*.zst)" = "$want"
+	fi
 
 	# scrub and rebuild refuse, saying why
 	$T "$RAIDIMG" scrub "${imgs[@]}" >/dev/null 2>"$TMP/scrub.err"; rc=$?
