@@ -202,12 +202,12 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 	return got > rel ? pipe_release(r, (size_t)(got - rel)) : 0;
 }
 
-/* Stripe s of the run is next: keep every member
- * told to read ahead up to 2 x PREFETCH_BYTES past its row s (topped up once
- * half of that is used), never past what the read can need of it - a
- * member gives at most as many bytes from row s on as the read has array
- * bytes from stripe s on (a 1 MiB read of 1 GiB chunks asks no member
- * for a whole chunk) - nor past its data. */
+/* Stripe s of the run is next: keep every member told to read ahead up to
+ * 2 x PREFETCH_BYTES past its row s (topped up once half of that is used),
+ * never past what the read can need of it - a member gives at most as many
+ * bytes from row s on as the read has array bytes from stripe s on (a 1 MiB
+ * read of 1 GiB chunks asks no member for a whole chunk) - nor past its
+ * data. */
 static void prefetch(struct splice_run *r, uint64_t s)
 {
 	uint64_t end = r->end;
