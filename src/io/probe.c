@@ -34,8 +34,12 @@ int probe_source(struct source *src, struct format_found *out, char *err, size_t
 int metadata_probe(struct source *src, struct member_meta *out, char *err, size_t errlen)
 {
 	struct format_found f;
-	int rc = probe_source(src, &f, err, errlen);
+	struct dev_reader dev;
+	int rc;
 
+	source_dev_reader(src, &dev);
+	dev.hints &= ~(unsigned)DEV_HINT_WHOLE;     /* no searching: see probe.h */
+	rc = format_probe(&dev, &f, err, errlen);
 	memset(out, 0, sizeof(*out));
 	if (!rc)
 		*out = f.vol[0];

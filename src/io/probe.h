@@ -11,9 +11,12 @@
 void source_dev_reader(struct source *src, struct dev_reader *dev);
 /* format_probe over src: every volume found. */
 int probe_source(struct source *src, struct format_found *out, char *err, size_t errlen);
-/* The first volume only (md's own formats have one).  -ENOENT with "no md
- * superblock" when there is none; another -errno with a message when there
- * is one but it is broken. */
+/* The first volume only (md's own formats have one), for noting what an
+ * image carries (a manual geometry's members, a mountpoint file): the
+ * metadata where it belongs only - no search for a displaced DDF anchor,
+ * which reads the last 32 MiB of an image without metadata.  -ENOENT with
+ * "no md superblock" when there is none; another -errno with a message when
+ * there is one but it is broken. */
 int metadata_probe(struct source *src, struct member_meta *out, char *err, size_t errlen);
 
 /* md's bad-block log of the member src whose metadata is m (format.h):
