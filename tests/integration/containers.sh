@@ -10,6 +10,9 @@ EXT=$SRCDIR/tests/fixtures/ext
 emf() { jq -r "$2" "$EXT/$1/manifest.json"; }
 
 for c in $(ls "$EXT" | grep -v '\.md$'); do
+	# quick: eight of the ten - the two healthy single-volume RAID5 cases
+	# read like the two-volume containers of their format
+	quick && case $c in ddf-r5-ls-4x40M-64K | imsm-r5-la-4x12M-64K) continue ;; esac
 	dir=$(fixture_dir "$c" "$EXT")
 	mapfile -t imgs < <(ls "$dir"/member*.img | awk 'BEGIN{srand(7)}{print rand() "\t" $0}' | sort | cut -f2)
 	before=$(sha256sum "${imgs[@]}" | sort)

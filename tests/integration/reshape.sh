@@ -19,6 +19,9 @@ fuse_ok() { [ $fuse_rc = 0 ]; }
 catsha() { $T "$RAIDIMG" cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
 
 for c in $(cd "$RFIX" && ls -d -- */ | tr -d /); do
+	# quick: four of the six - growing 0.90, a chunk change, shrinking and a
+	# RAID6 layout change; the other two grow 1.2 arrays like those do
+	quick && case $c in r5-grow4to5-64K-md12 | r6-grow5to6-64K-md12) continue ;; esac
 	d=$(fixture_dir "$c" "$RFIX")
 	want=$(rmf "$c" .expected_sha256)
 	pos=$(($(rmf "$c" .reshape.reshape_position_sectors) * 512))
