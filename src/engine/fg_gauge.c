@@ -276,6 +276,7 @@ void fg_gauge_ctl_state(struct fg_gauge *g, struct fg_ctl_state *st)
 	st->target_ns = atomic_load(&g->st_target_ns);
 	st->probes = atomic_load(&g->st_probes);
 	st->decreases = atomic_load(&g->st_decreases);
+	st->one_cpu = atomic_load(&g->st_one_cpu) != 0;
 	st->reads = reads;
 	st->queue_depth = reads ? (double)atomic_load(&g->depth_sum) / (double)reads : 0;
 }
@@ -289,10 +290,16 @@ static void ctl_snap(struct fg_ctl *c, uint64_t now)
 	c->win_start = now;
 }
 
+bool fg_ctl_one_cpu(const struct fg_ctl *c)
+{
+	return c->started && (c->readers || c->rate || c->probe_start || atomic_load(&c->g->active) > 0);
+}
+
 static void ctl_publish(struct fg_ctl *c, enum fg_phase phase)
 {
 	atomic_store(&c->g->st_phase, (int)phase);
 	atomic_store(&c->g->st_rate, (uint64_t)c->rate);
+	atomic_store(&c->g->st_one_cpu, fg_ctl_one_cpu(c));
 }
 
 void fg_ctl_begin(struct fg_ctl *c, struct fg_gauge *g, uint64_t now)
@@ -319,12 +326,14 @@ void fg_ctl_end(struct fg_ctl *c)
 	atomic_store(&c->g->keep_rate, (uint64_t)c->rate);
 	atomic_store(&c->g->keep_solo, (uint64_t)c->solo);
 	c->rate = 0;
+	c->readers = false;
 	ctl_publish(c, FG_PHASE_OFF);
 }
 
 /* Nobody read in the window: ramp up to unlimited, learn the solo speed. */
 static void ctl_nobody(struct fg_ctl *c, double speed)
 {
+	c->readers = false;
 	if (!c->rate) {
 		if (speed > c->solo)
 			c->solo = speed;
@@ -347,6 +356,7 @@ static void ctl_readers(struct fg_ctl *c, uint64_t now, double speed, uint64_t n
 	double worst = -1;
 	uint64_t probed;
 
+	c->readers = true;
 	for (int cls = 0; cls < FG_CLASSES; cls++) {
 		uint64_t p99, base, tgt, last;
 
@@ -420,6 +430,8 @@ static void ctl_window(struct fg_ctl *c, uint64_t now, double speed)
 		}
 		total += count[cls];
 	}
+	if (total)
+		c->readers = true;      /* (judged below once there are enough) */
 	if (!total && atomic_load(&c->g->active) == 0)
 		ctl_nobody(c, speed);
 	else if (total >= FG_WINDOW_READS || now - c->win_start >= FG_WINDOW_MAX_NS)

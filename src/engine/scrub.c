@@ -124,6 +124,11 @@ struct scrub {
 	_Atomic int state;
 	uint64_t fg_idle_ns;
 	struct fg_ctl ctl;        /* the readers' latency controller (o.fg with a target); the coordinator's */
+	/* readers about (fg_ctl_one_cpu, set by the coordinator): a thread
+	 * holds cpu_lock while it reads or checks, so one works at a time */
+	atomic_bool one_cpu;
+	pthread_mutex_t cpu_lock;
+	_Atomic uint64_t one_cpu_batches;
 
 	/* position and counters (read by scrub_get_progress) */
 	_Atomic uint64_t next_stripe;
@@ -289,6 +294,30 @@ static void throttle(struct scrub *s, bool reader)
 	}
 }
 
+/* Before a thread reads a member's part or checks a batch: with readers
+ * about, it takes its turn (cpu_turn_end after).  Returns whether it took
+ * one. */
+static bool cpu_turn(struct scrub *s)
+{
+	if (!atomic_load(&s->one_cpu))
+		return false;
+	pthread_mutex_lock(&s->cpu_lock);
+	return true;
+}
+
+static void cpu_turn_end(struct scrub *s, bool took)
+{
+	if (took)
+		pthread_mutex_unlock(&s->cpu_lock);
+}
+
+/* The coordinator, after each throttle: readers about?  (By the latency
+ * controller only: md's rule stays md's.) */
+static void one_cpu_update(struct scrub *s)
+{
+	atomic_store(&s->one_cpu, s->o.fg && fg_gauge_has_target(s->o.fg) && fg_ctl_one_cpu(&s->ctl));
+}
+
 /* Background work (scrub_opts.nice): the calling thread yields the CPU and
  * the disks to others (a higher niceness, the lowest best-effort I/O
  * priority).  Best effort: refused or not, the scrub goes on. */
@@ -438,7 +467,9 @@ static void *reader_main(void *arg)
 			break;
 		pthread_mutex_unlock(&s->lock);
 		throttle(s, true);
+		bool turn = cpu_turn(s);
 		read_member(s, b, m);
+		cpu_turn_end(s, turn);
 		pthread_mutex_lock(&s->lock);
 		if (--b->pending == 0)
 			pthread_cond_broadcast(&s->done_cv);
@@ -1298,6 +1329,7 @@ int scrub_create(struct array *a, const struct scrub_opts *o, struct scrub **out
 		s->o.stripe_end = a->stripes;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->mark_lock, NULL);
+	pthread_mutex_init(&s->cpu_lock, NULL);
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
 	pthread_cond_init(&s->end_cv, NULL);
@@ -1411,9 +1443,13 @@ static void wait_while_paused(struct scrub *s)
 /* Finish batch b: process it, move the position, tell the callbacks. */
 static int batch_finish(struct scrub *s, struct batch *b)
 {
+	bool turn = cpu_turn(s);
 	int ret = batch_process(s, b);
 	uint64_t end;
 
+	cpu_turn_end(s, turn);
+	if (turn)
+		atomic_fetch_add(&s->one_cpu_batches, 1);
 	batch_release(s, b);
 	if (ret)
 		return ret;
@@ -1437,6 +1473,7 @@ static int run_loop(struct scrub *s)
 
 	for (int i = 0; i < NBATCH; i++) {
 		throttle(s, false);
+		one_cpu_update(s);
 		if (atomic_load(&s->stop_req) || !cursor_next(s, &cur, &s0, &rows, &c0))
 			break;
 		batch_submit(s, &s->batch[i], s0, rows, c0, s->cols);
@@ -1454,6 +1491,7 @@ static int run_loop(struct scrub *s)
 		if (!ret && !atomic_load(&s->stop_req)) {
 			wait_while_paused(s);
 			throttle(s, false);
+			one_cpu_update(s);
 			if (!atomic_load(&s->stop_req) && cursor_next(s, &cur, &s0, &rows, &c0)) {
 				batch_submit(s, b, s0, rows, c0, s->cols);
 				inflight++;
@@ -1658,6 +1696,7 @@ void scrub_get_progress(struct scrub *s, struct scrub_progress *p)
 	p->member_request_bytes = atomic_load(&s->io.bytes);
 	p->throttle_ns = atomic_load(&s->throttle_ns);
 	p->fg_backoffs = atomic_load(&s->fg_backoffs);
+	p->one_cpu_batches = atomic_load(&s->one_cpu_batches);
 	pthread_mutex_lock(&s->lock);
 	p->error = s->error;
 	snprintf(p->message, sizeof(p->message), "%s", s->message);
@@ -1687,6 +1726,7 @@ void scrub_free(struct scrub *s)
 	free(s->ra_end);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->mark_lock);
+	pthread_mutex_destroy(&s->cpu_lock);
 	pthread_cond_destroy(&s->work_cv);
 	pthread_cond_destroy(&s->done_cv);
 	pthread_cond_destroy(&s->end_cv);

@@ -25,7 +25,9 @@
  * yield to the foreground readers (scrub_opts.fg, the mount's gauge): when
  * the gauge has a latency target, at the rate its controller sets (readers'
  * p99 against their idle p99, fg_gauge.h), else by md's rule (back off
- * while they are active).
+ * while they are active).  While the controller sees readers
+ * (fg_ctl_one_cpu) the scrub's threads also take turns - one reads or
+ * checks at a time (cpu_lock) - leaving the other CPUs to the readers.
  */
 #ifndef RAIDIMG_SCRUB_H
 #define RAIDIMG_SCRUB_H
@@ -150,6 +152,7 @@ struct scrub_progress {
 	/* this run */
 	uint64_t member_requests, member_request_bytes;
 	uint64_t throttle_ns, fg_backoffs;
+	uint64_t one_cpu_batches;    /* batches worked one thread at a time (readers about) */
 	int error;                   /* -errno when FAILED */
 	char message[ERR_MAX];           /* what went wrong, when FAILED */
 };

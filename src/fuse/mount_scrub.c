@@ -714,9 +714,10 @@ static void put_counts(FILE *f, const struct array *a, const struct scrub_progre
 		p->bytes_written, p->stripes_unchecked, p->read_errors);
 	fprintf(f, ",\"seconds\":%.3f,\"speed_bytes_per_second\":%.0f"
 		",\"throttle_seconds\":%.3f,\"foreground_backoffs\":%" PRIu64 ",\"member_requests\":%" PRIu64
-		",\"member_request_bytes\":%" PRIu64 ",\"avg_member_request_bytes\":%" PRIu64,
+		",\"member_request_bytes\":%" PRIu64 ",\"avg_member_request_bytes\":%" PRIu64
+		",\"one_cpu_batches\":%" PRIu64,
 		p->seconds, p->speed, (double)p->throttle_ns / 1e9, p->fg_backoffs, req, rb,
-		req ? rb / req : 0);
+		req ? rb / req : 0, p->one_cpu_batches);
 }
 
 /* The readers' latency controller (fg_gauge.h). */
@@ -737,9 +738,10 @@ static void put_controller(FILE *f, struct mount_scrub *ms)
 	json_str(f, fg_class_name(st.cls));
 	fprintf(f, ",\"rate_limit_bytes_per_second\":%" PRIu64 ",\"reader_p99_seconds\":%.6f"
 		",\"reader_idle_p99_seconds\":%.6f,\"reader_p99_target_seconds\":%.6f,\"latency_probes\":%" PRIu64
-		",\"rate_decreases\":%" PRIu64 ",\"reader_requests\":%" PRIu64 ",\"reader_queue_depth\":%.2f",
+		",\"rate_decreases\":%" PRIu64 ",\"reader_requests\":%" PRIu64 ",\"reader_queue_depth\":%.2f"
+		",\"one_cpu\":%s",
 		st.rate, (double)st.p99_ns / 1e9, (double)st.idle_p99_ns / 1e9, (double)st.target_ns / 1e9, st.probes,
-		st.decreases, st.reads, st.queue_depth);
+		st.decreases, st.reads, st.queue_depth, st.one_cpu ? "true" : "false");
 }
 
 static void put_log(FILE *f, struct mount_scrub *ms)

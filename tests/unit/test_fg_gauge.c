@@ -131,6 +131,42 @@ static uint64_t window(struct fg_ctl *c, struct fg_gauge *g, uint64_t *now, int 
 	return fg_ctl_delay(c, *now, speed, limited);
 }
 
+/* One CPU at a time while readers are about: one in now, reads in the last
+ * window (until a window without any), never without a controller. */
+START_TEST(one_cpu_while_readers)
+{
+	struct fg_gauge g;
+	struct fg_ctl c;
+	struct fg_ctl_state st;
+	uint64_t now = 1000 * MS;
+	bool limited;
+
+	fg_gauge_init(&g);
+	memset(&c, 0, sizeof(c));
+	ck_assert(!fg_ctl_one_cpu(&c));                  /* not started */
+	reads(&g, &now, 1000, 10 * US, 4096);            /* an idle baseline */
+	fg_ctl_begin(&c, &g, now);
+	ck_assert(!fg_ctl_one_cpu(&c));                  /* nobody reads */
+	atomic_store(&g.active, 1);
+	ck_assert(fg_ctl_one_cpu(&c));                   /* a read in progress */
+	atomic_store(&g.active, 0);
+	/* a window with reads under the target: no rate, but readers about */
+	window(&c, &g, &now, 600, 10 * US, 100e6, &limited);
+	ck_assert(fg_ctl_one_cpu(&c));
+	fg_gauge_ctl_state(&g, &st);
+	ck_assert(st.one_cpu);
+	ck_assert_uint_eq(st.rate, 0);
+	/* a window without any: the readers have gone */
+	now += FG_WINDOW_NS;
+	fg_ctl_delay(&c, now, 100e6, &limited);
+	ck_assert(!fg_ctl_one_cpu(&c));
+	fg_gauge_ctl_state(&g, &st);
+	ck_assert(!st.one_cpu);
+	fg_ctl_end(&c);
+	ck_assert(!fg_ctl_one_cpu(&c));
+}
+END_TEST
+
 START_TEST(controller_moves)
 {
 	struct fg_gauge g;
@@ -338,6 +374,7 @@ int main(void)
 	tcase_add_test(tc, idle_epochs);
 	tcase_add_test(tc, busy_not_idle);
 	tcase_add_test(tc, controller_moves);
+	tcase_add_test(tc, one_cpu_while_readers);
 	tcase_add_test(tc, debounce);
 	tcase_add_test(tc, long_window);
 	tcase_add_test(tc, probe);

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -567,6 +568,44 @@ START_TEST(test_never_below_min)
 }
 END_TEST
 
+/* With a latency target and a reader in, the scrub's threads take turns
+ * (every batch checked one thread at a time) and the check is the same;
+ * with nobody reading, or by md's rule, they do not. */
+START_TEST(test_one_cpu_while_readers)
+{
+	static const struct { bool target; int active; bool turns; } cases[] = {
+		{ true, 1, true }, { true, 0, false }, { false, 1, false },
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct fixture f;
+		struct seen seen;
+		struct array *a;
+		struct scrub_progress p;
+		/* a floor far above what this machine does: never waits */
+		struct scrub *s = slow_scrub(&f, &a, &seen, 1ull << 40, 0);
+
+		if (cases[i].target)
+			fg_gauge_set_target(&fg, FG_DEFAULT_TARGET_MILLI, 0);
+		atomic_store(&fg.active, cases[i].active);
+		ck_assert_int_eq(scrub_run(s), 0);
+		scrub_get_progress(s, &p);
+		ck_assert_uint_eq(p.next_stripe, 64);
+		ck_assert_uint_eq(p.mismatches, 0);
+		if (cases[i].turns)
+			ck_assert_msg(p.one_cpu_batches > 0, "case %zu: no batch worked one thread at a time", i);
+		else
+			ck_assert_msg(p.one_cpu_batches == 0, "case %zu: %" PRIu64 " batches one thread at a time", i,
+				      p.one_cpu_batches);
+		atomic_store(&fg.active, 0);
+		fg_gauge_set_target(&fg, 0, 0);
+		scrub_free(s);
+		array_free(a);
+		fx_free(&f);
+	}
+}
+END_TEST
+
 START_TEST(test_speed_max_and_set_limits)
 {
 	struct fixture f;
@@ -707,6 +746,7 @@ static Suite *scrub_suite(void)
 	tcase_add_test(tc, test_yields_to_foreground);
 	tcase_add_test(tc, test_yields_to_recent_foreground);
 	tcase_add_test(tc, test_never_below_min);
+	tcase_add_test(tc, test_one_cpu_while_readers);
 	tcase_add_test(tc, test_speed_max_and_set_limits);
 	tcase_add_test(tc, test_pause_and_stop);
 	tcase_add_test(tc, test_checkpoint_counts_checked);
