@@ -99,7 +99,7 @@ struct scrub {
 	int n, k;
 	uint64_t cb;              /* chunk bytes */
 	uint64_t rows;            /* rows per batch */
-	uint64_t rows_max;        /* the last batch may take a short tail too */
+	uint64_t rows_max;        /* rows a batch buffer holds (= rows) */
 	uint32_t cols;            /* bytes of each chunk per batch */
 	uint64_t window;          /* read-ahead window per member (request_bytes) */
 	struct batch batch[NBATCH];
@@ -1228,7 +1228,7 @@ static int check_mode(struct array *a, const struct scrub_opts *o, char *err, si
 static void plan_batches(struct scrub *s)
 {
 	uint64_t req = s->o.request_bytes ? s->o.request_bytes : SCRUB_DEFAULT_REQUEST;
-	uint64_t cap = MEM_MAX / 2 / (NBATCH * (uint64_t)s->n);     /* rows_max <= 2 rows */
+	uint64_t cap = MEM_MAX / (NBATCH * (uint64_t)s->n);
 	uint64_t slice = CACHE_BUDGET / (uint64_t)s->n;
 
 	s->window = req;
@@ -1243,11 +1243,8 @@ static void plan_batches(struct scrub *s)
 	if (slice < SCRUB_UNIT)
 		slice = SCRUB_UNIT;
 	if (s->cb <= slice) {
-		s->rows = slice / s->cb;
+		s->rows = s->rows_max = slice / s->cb;
 		s->cols = (uint32_t)s->cb;
-		/* a tail shorter than half a batch joins the last batch, so that
-		 * no member request is small (cursor_next) */
-		s->rows_max = s->rows + (s->rows + 1) / 2;
 	} else {
 		uint64_t c = SCRUB_UNIT;
 		while (c * 2 <= slice)
@@ -1395,8 +1392,13 @@ static bool cursor_next(struct scrub *s, struct cursor *cur, uint64_t *s0, uint6
 		uint64_t left = end - cur->s;
 
 		*rows = left < s->rows ? left : s->rows;
-		if (left - *rows && left <= s->rows_max)
-			*rows = left;       /* absorb a short tail */
+		/* a tail shorter than half a batch: the last two batches share
+		 * the rows, so that no member request is small - and no buffer
+		 * is larger than a batch (fresh memory costs the kernel a
+		 * clear_page per 4 KiB: 11 % of a 36-member scrub of 2 GiB
+		 * with buffers for 1.5 batches) */
+		if (left > s->rows && left - s->rows < (s->rows + 1) / 2)
+			*rows = (left + 1) / 2;
 		cur->s += *rows;
 		return true;
 	}
