@@ -358,6 +358,58 @@ START_TEST(test_rebuild_every_role)
 }
 END_TEST
 
+/* ---- batch sizes: a short tail is shared, never a small batch ---- */
+
+struct sizes {
+	uint64_t next, min, max, batches;
+	bool in_order;
+};
+
+static void on_size(void *arg, uint64_t s0, uint64_t s1)
+{
+	struct sizes *z = arg;
+
+	if (s0 != z->next)
+		z->in_order = false;
+	z->next = s1;
+	if (s1 - s0 < z->min)
+		z->min = s1 - s0;
+	if (s1 - s0 > z->max)
+		z->max = s1 - s0;
+	z->batches++;
+}
+
+START_TEST(test_batch_sizes)
+{
+	struct fixture f;
+	struct array *a;
+	const uint64_t rows = 4;       /* request_bytes 4 chunks: batches of 4 rows */
+
+	fx_make(&f, 6, 2, 5, CHUNK, 64);
+	a = fx_open(&f, SOURCE_READ, -1);
+	for (uint64_t len = 1; len <= 3 * rows + 3; len++) {
+		struct sizes z = { .next = 10, .min = UINT64_MAX, .in_order = true };
+		struct scrub_opts o = { .mode = SCRUB_CHECK, .on_batch = on_size, .arg = &z,
+					.stripe_begin = 10, .stripe_end = 10 + len, .request_bytes = rows * CHUNK };
+		struct scrub *s = NULL;
+		char err[256];
+
+		ck_assert_int_eq(scrub_create(a, &o, &s, err, sizeof(err)), 0);
+		ck_assert_int_eq(scrub_run(s), 0);
+		scrub_free(s);
+		ck_assert_msg(z.in_order && z.next == 10 + len, "%" PRIu64 " stripes: covered to %" PRIu64,
+			      len, z.next);
+		ck_assert_msg(z.max <= rows, "%" PRIu64 " stripes: a batch of %" PRIu64 " rows", len, z.max);
+		/* no batch under half of one, unless the range is */
+		ck_assert_msg(z.min >= (len < rows / 2 ? len : rows / 2), "%" PRIu64 " stripes: a batch of %" PRIu64
+			      " rows", len, z.min);
+		ck_assert_uint_eq(z.batches, (len + rows - 1) / rows);
+	}
+	array_free(a);
+	fx_free(&f);
+}
+END_TEST
+
 /* ---- chunks larger than a request: column slices ---- */
 
 START_TEST(test_column_slices)
@@ -746,6 +798,7 @@ static Suite *scrub_suite(void)
 	tcase_add_test(tc, test_yields_to_foreground);
 	tcase_add_test(tc, test_yields_to_recent_foreground);
 	tcase_add_test(tc, test_never_below_min);
+	tcase_add_test(tc, test_batch_sizes);
 	tcase_add_test(tc, test_one_cpu_while_readers);
 	tcase_add_test(tc, test_speed_max_and_set_limits);
 	tcase_add_test(tc, test_pause_and_stop);
