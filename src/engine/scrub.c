@@ -98,8 +98,7 @@ struct scrub {
 	struct scrub_opts o;
 	int n, k;
 	uint64_t cb;              /* chunk bytes */
-	uint64_t rows;            /* rows per batch */
-	uint64_t rows_max;        /* rows a batch buffer holds (= rows) */
+	uint64_t rows;            /* rows per batch (at most; what a batch buffer holds) */
 	uint32_t cols;            /* bytes of each chunk per batch */
 	uint64_t window;          /* read-ahead window per member (request_bytes) */
 	struct batch batch[NBATCH];
@@ -491,7 +490,7 @@ static void batch_submit(struct scrub *s, struct batch *b, uint64_t s0, uint64_t
 	b->cols = cols;
 	b->seq = s->seq++;
 	b->pending = 0;
-	memset(b->row_ok, 0, (size_t)s->n * (size_t)s->rows_max);
+	memset(b->row_ok, 0, (size_t)s->n * (size_t)s->rows);
 	for (int m = 0; m < s->n; m++) {
 		b->want[m] = batch_rows(s, m, s0, rows) > 0;
 		if (b->want[m]) {
@@ -1243,13 +1242,13 @@ static void plan_batches(struct scrub *s)
 	if (slice < SCRUB_UNIT)
 		slice = SCRUB_UNIT;
 	if (s->cb <= slice) {
-		s->rows = s->rows_max = slice / s->cb;
+		s->rows = slice / s->cb;
 		s->cols = (uint32_t)s->cb;
 	} else {
 		uint64_t c = SCRUB_UNIT;
 		while (c * 2 <= slice)
 			c *= 2;
-		s->rows = s->rows_max = 1;
+		s->rows = 1;
 		s->cols = (uint32_t)c;
 	}
 }
@@ -1272,7 +1271,7 @@ static uint8_t *batch_alloc(size_t len)
 
 static int alloc_buffers(struct scrub *s)
 {
-	size_t slot = (size_t)(s->rows_max * s->cols);
+	size_t slot = (size_t)(s->rows * s->cols);
 
 	s->mem = batch_alloc(slot * (size_t)s->n * NBATCH);
 	/* P', Q', two lost blocks, then 2 blocks of recovery/locate scratch */
@@ -1291,7 +1290,7 @@ static int alloc_buffers(struct scrub *s)
 		struct batch *b = &s->batch[i];
 		b->buf = calloc((size_t)s->n, sizeof(*b->buf));
 		b->want = calloc((size_t)s->n, sizeof(*b->want));
-		b->row_ok = calloc((size_t)s->n, (size_t)s->rows_max);
+		b->row_ok = calloc((size_t)s->n, (size_t)s->rows);
 		if (!b->buf || !b->want || !b->row_ok)
 			return -ENOMEM;
 		for (int m = 0; m < s->n; m++)
