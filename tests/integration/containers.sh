@@ -7,7 +7,7 @@
 # give the same bytes, scrub clean, examine complete), members unchanged.
 . "$(dirname "$0")/lib.sh"
 EXT=$SRCDIR/tests/fixtures/ext
-emf() { jq -r "$2" "$EXT/$1/manifest.json"; }
+emf() { json_get "$EXT/$1/manifest.json" "$2"; }
 
 for c in $(ls "$EXT" | grep -v '\.md$'); do
 	# quick: eight of the ten - the two healthy single-volume RAID5 cases

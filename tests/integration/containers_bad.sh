@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 EXT=$SRCDIR/tests/fixtures/ext
 FIX=$BUILDDIR/tests/helpers/metafix
-emf() { jq -r "$2" "$EXT/$1/manifest.json"; }
+emf() { json_get "$EXT/$1/manifest.json" "$2"; }
 W=$TMP/w
 mkdir -p "$W"
 # poke FILE OFFSET HEXBYTES: write bytes ("0a0b...") at OFFSET

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mount_lib.sh"
 EXT=$SRCDIR/tests/fixtures/ext
-emf() { jq -r "$2" "$EXT/$1/manifest.json"; }
+emf() { json_get "$EXT/$1/manifest.json" "$2"; }
 
 # ---- export, record, replay
 i=imsm-r5-la-4x13M-64K-2vol

@@ -75,11 +75,11 @@ require_fuse() {
 # 0.1 s while the kernel says "target is busy" (seen right after a mount
 # appears); after 20 s a lazy unmount.  True once nothing is mounted there.
 unmount_now() {
-	local m=$1 deadline=$(($(date +%s) + 20))
+	local m=$1 deadline=$((EPOCHSECONDS + 20))
 	while is_mounted "$m"; do
 		fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null
 		is_mounted "$m" || break
-		if [ "$(date +%s)" -ge "$deadline" ]; then
+		if [ "$EPOCHSECONDS" -ge "$deadline" ]; then
 			echo "note: $m still busy after 20 s: lazy unmount" >&2
 			fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 			break

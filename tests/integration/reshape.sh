@@ -11,7 +11,7 @@
 T="timeout 120"
 RFIX=$SRCDIR/tests/fixtures/reshape
 
-rmf() { jq -r "$2" "$RFIX/$1/manifest.json"; }
+rmf() { json_get "$RFIX/$1/manifest.json" "$2"; }
 # FUSE mountable here?  (probed once)
 fuse_usable; fuse_rc=$?
 [ $fuse_rc = 0 ] || echo "note: FUSE is not usable here ($(head -c 300 "$TMP/probe.err")): no mount checks"
@@ -182,7 +182,7 @@ check "0.91: ... also without member 0" \
 LFIX=$SRCDIR/tests/fixtures/reshape-lagging
 lc=r5to6-grow4to5-md12
 dl=$(fixture_dir $lc "$LFIX")
-lmf() { jq -r "$2" "$LFIX/$1/manifest.json"; }
+lmf() { json_get "$LFIX/$1/manifest.json" "$2"; }
 $T "$RAIDIMG" examine --json "$dl"/member*.img >"$TMP/l.json" 2>/dev/null
 check "$lc: examine: RAID6, left-symmetric-6 (18) -> left-symmetric (2), 5 members both sides" \
 	test "$(jq -r '[.array.level, .array.reshape.previous.layout, .array.layout, .array.reshape.previous.raid_disks, .array.raid_disks] | @tsv' "$TMP/l.json")" = "$(printf '6\t18\t2\t5\t5')"
