@@ -70,28 +70,31 @@ static uint64_t reclaimed(void)
 	return sum;
 }
 
-/* A check that pages stayed cached: it holds, or the case is tried again
+/* A check that pages stayed cached: body() runs a case and returns the
+ * bytes that stayed, *want those that should have; the case is tried again
  * (up to KEPT_TRIES times) when the kernel reclaimed page cache meanwhile -
  * memory pressure from elsewhere (the rest of the suite) takes cached pages
  * that no trail dropped; without reclaim a missing page fails the case. */
 #define KEPT_TRIES 5
-#define KEPT_CASE(body_fn)                                                              \
-	do {                                                                            \
-		uint64_t want_, got_ = 0;                                               \
-		int try_;                                                               \
-		for (try_ = 0; try_ < KEPT_TRIES; try_++) {                             \
-			uint64_t before_ = reclaimed();                                 \
-			got_ = body_fn(&want_);                                         \
-			if (got_ == want_)                                              \
-				break;                                                  \
-			ck_assert_msg(reclaimed() != before_,                           \
-				      "%llu of %llu bytes cached before stayed, and the kernel reclaimed nothing", \
-				      (unsigned long long)got_, (unsigned long long)want_); \
-		}                                                                       \
-		ck_assert_msg(try_ < KEPT_TRIES,                                        \
-			      "the kernel reclaimed page cache during each of %d tries (%llu of %llu bytes stayed)", \
-			      KEPT_TRIES, (unsigned long long)got_, (unsigned long long)want_); \
-	} while (0)
+static void kept_case(uint64_t (*body)(uint64_t *want))
+{
+	uint64_t want = 0, got = 0;
+	int try;
+
+	for (try = 0; try < KEPT_TRIES; try++) {
+		uint64_t before = reclaimed();
+
+		got = body(&want);
+		if (got == want)
+			break;
+		ck_assert_msg(reclaimed() != before,
+			      "%llu of %llu bytes cached before stayed, and the kernel reclaimed nothing",
+			      (unsigned long long)got, (unsigned long long)want);
+	}
+	ck_assert_msg(try < KEPT_TRIES,
+		      "the kernel reclaimed page cache during each of %d tries (%llu of %llu bytes stayed)",
+		      KEPT_TRIES, (unsigned long long)got, (unsigned long long)want);
+}
 
 static void drop_all(void)
 {
@@ -194,7 +197,7 @@ static uint64_t keeps_cached(uint64_t *want)
 
 START_TEST(stream_keeps_cached)
 {
-	KEPT_CASE(keeps_cached);
+	kept_case(keeps_cached);
 }
 END_TEST
 
@@ -246,7 +249,7 @@ static uint64_t cut_waits(uint64_t *want)
 
 START_TEST(cut_aligned)
 {
-	KEPT_CASE(cut_waits);
+	kept_case(cut_waits);
 }
 END_TEST
 
