@@ -412,11 +412,22 @@ static bool cpu_has_avx512(void)
 	return have;
 }
 
+enum parity_check_method parity_check_auto(int nslots, size_t len, bool avx512)
+{
+	if (!avx512 || (nslots <= PARITY_CHECK_ISAL_SLOTS && len >= PARITY_CHECK_ISAL_MIN_LEN))
+		return PARITY_CHECK_ISAL;
+	return PARITY_CHECK_GEN;
+}
+
 int parity_consistent(int nslots, size_t len, uint8_t *const *slots, const uint8_t *p, const uint8_t *q,
 		      enum parity_check_method m, uint8_t *scratch, bool *generated)
 {
 	int nv = nslots + (q ? 2 : 1);
-	bool isal = m == PARITY_CHECK_ISAL || (m == PARITY_CHECK_AUTO && !cpu_has_avx512());
+	bool isal;
+
+	if (m == PARITY_CHECK_AUTO)
+		m = parity_check_auto(nslots, len, cpu_has_avx512());
+	isal = m == PARITY_CHECK_ISAL;
 
 	*generated = false;
 	if (isal && isal_check_fits(nv, q != NULL, len) && nslots <= 256) {

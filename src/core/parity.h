@@ -39,15 +39,30 @@ enum parity_check_method { PARITY_CHECK_AUTO, PARITY_CHECK_ISAL, PARITY_CHECK_GE
 /* Do P (and Q, when q is not NULL) agree with the data?  1 yes, 0 no.
  * isa-l's xor_check/pq_check only read, but they exist only in SSE
  * versions; generating P' (Q') into scratch and comparing pays a write of
- * every byte.  Measured (scripts/bench_parity, perf-facts.md): without
- * AVX-512 the isa-l checks win by about 2x (isa-l's AVX2/SSE generators
- * store non-temporally); with AVX-512 generate + compare wins by 1.3-3.5x.
- * AUTO follows that.  When it generated, *generated is set and scratch
+ * every byte and a second read of P (Q).  Measured (scripts/bench_parity,
+ * perf-facts.md): without AVX-512 the isa-l checks win by about 2x (isa-l's
+ * AVX2/SSE generators store non-temporally); with AVX-512 and the stripe hot
+ * in cache generate + compare wins by 1.3-3.5x - but not in a scrub, whose
+ * stripes were just copied out of the page cache: there, with at most
+ * PARITY_CHECK_ISAL_SLOTS data slots and chunks of at least
+ * PARITY_CHECK_ISAL_MIN_LEN, reading each byte once wins (scrub / cat
+ * member*, best of 6: RAID6 4x64K 1.10 vs 0.86, 4x512K 1.03 vs 0.84, 5x64K
+ * 0.97 vs 0.91, RAID5 4x64K 1.05 vs 0.97; even at 6 members and at 4K
+ * chunks, generating wins or ties: 6x64K 0.89 vs 0.87, 8x16K 0.86 vs 0.79,
+ * 4x4K 1.08 vs 1.02).  AUTO follows that (parity_check_auto).  When it
+ * generated, *generated is set and scratch
  * holds P' (and Q' at scratch + len) for the caller to locate the
  * mismatch.  scratch >= len (P) or 2 * len (PQ); nslots, len and the
  * buffers as for parity_gen_pq. */
 int parity_consistent(int nslots, size_t len, uint8_t *const *slots, const uint8_t *p, const uint8_t *q,
 		      enum parity_check_method m, uint8_t *scratch, bool *generated);
+
+#define PARITY_CHECK_ISAL_SLOTS 3
+#define PARITY_CHECK_ISAL_MIN_LEN ((size_t)64 << 10)
+
+/* The method AUTO uses for nslots data slots of len bytes on a CPU with
+ * (avx512) or without AVX-512: PARITY_CHECK_ISAL or PARITY_CHECK_GEN. */
+enum parity_check_method parity_check_auto(int nslots, size_t len, bool avx512);
 
 /* Erasure identifiers for recovery: 0..nslots-1 = a data slot,
  * PARITY_P, PARITY_Q = the parity blocks. */

@@ -333,6 +333,80 @@ START_TEST(test_check_detects_flips)
 }
 END_TEST
 
+/* parity_consistent, each way of asking: 1 for an intact stripe, 0 for
+ * one flipped bit in any block; when it generated, scratch holds the
+ * reference's P' (and Q' at scratch + len) */
+static void check_consistent(int n, size_t len, uint32_t null_mask, bool raid6,
+			     enum parity_check_method m)
+{
+	struct stripe s;
+	uint8_t *q;
+	bool gen;
+
+	stripe_init(&s, n, len, null_mask);
+	q = raid6 ? s.q : NULL;
+	ck_assert_msg(parity_consistent(n, len, s.d, s.p, q, m, s.scratch, &gen) == 1,
+		      "n=%d len=%zu method %d: intact stripe called inconsistent", n, len, (int)m);
+	if (gen) {
+		ck_assert(memcmp(s.scratch, s.p, len) == 0);
+		ck_assert(!raid6 || memcmp(s.scratch + len, s.q, len) == 0);
+	}
+	for (int id = raid6 ? PARITY_Q : PARITY_P; id < n; id++) {
+		uint8_t *b = block(&s, id);
+		size_t at = (len - 1) * (size_t)(id + 2) / (size_t)(n + 2);
+		uint8_t flip = (uint8_t)(1u << (rnd() % 8));
+
+		if (!b)
+			continue;
+		b[at] ^= flip;
+		ck_assert_msg(parity_consistent(n, len, s.d, s.p, q, m, s.scratch, &gen) == 0,
+			      "n=%d len=%zu method %d: block %d flipped at %zu not noticed", n, len, (int)m,
+			      id, at);
+		b[at] ^= flip;
+	}
+	stripe_free(&s);
+}
+
+/* _i = nslots 1..8, every method, RAID5 and RAID6, lengths isa-l takes
+ * (multiples of 32, up to the windows' size and past it) and ones it does
+ * not (then generating answers), with and without a zero block */
+START_TEST(test_consistent_methods)
+{
+	static const enum parity_check_method ms[] = { PARITY_CHECK_AUTO, PARITY_CHECK_ISAL,
+						       PARITY_CHECK_GEN };
+	static const size_t lens[] = { 31, 32, 4096, 4097, 65536, 131072 + 64 };
+
+	for (size_t k = 0; k < sizeof(ms) / sizeof(ms[0]); k++)
+		for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+			check_consistent(_i, lens[l], 0, true, ms[k]);
+			check_consistent(_i, lens[l], 0, false, ms[k]);
+			if (_i > 2)
+				check_consistent(_i, lens[l], 0x2, true, ms[k]);
+		}
+}
+END_TEST
+
+/* AUTO's rule as parity.h gives it */
+START_TEST(test_consistent_auto_rule)
+{
+	size_t big = PARITY_CHECK_ISAL_MIN_LEN;
+
+	for (int n = 1; n <= 36; n++) {
+		ck_assert_int_eq(parity_check_auto(n, 4096, false), PARITY_CHECK_ISAL);
+		ck_assert_int_eq(parity_check_auto(n, big, false), PARITY_CHECK_ISAL);
+		ck_assert_int_eq(parity_check_auto(n, big - 4096, true), PARITY_CHECK_GEN);
+		ck_assert_int_eq(parity_check_auto(n, big, true),
+				 n <= PARITY_CHECK_ISAL_SLOTS ? PARITY_CHECK_ISAL : PARITY_CHECK_GEN);
+		ck_assert_int_eq(parity_check_auto(n, 512 << 10, true),
+				 n <= PARITY_CHECK_ISAL_SLOTS ? PARITY_CHECK_ISAL : PARITY_CHECK_GEN);
+	}
+	/* RAID6 4x64K and RAID5 4x64K (measured wins), 6x64K (not) */
+	ck_assert_int_eq(parity_check_auto(2, 64 << 10, true), PARITY_CHECK_ISAL);
+	ck_assert_int_eq(parity_check_auto(3, 64 << 10, true), PARITY_CHECK_ISAL);
+	ck_assert_int_eq(parity_check_auto(4, 64 << 10, true), PARITY_CHECK_GEN);
+}
+END_TEST
+
 /* ---- recovery ---- */
 
 static void garble(struct stripe *s, int id)
@@ -651,6 +725,8 @@ static Suite *parity_suite(void)
 	tc = tcase_create("check");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_check_detects_flips, 1, 11);
+	tcase_add_loop_test(tc, test_consistent_methods, 1, 9);
+	tcase_add_test(tc, test_consistent_auto_rule);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("recover");
