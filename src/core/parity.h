@@ -46,10 +46,12 @@ enum parity_check_method { PARITY_CHECK_AUTO, PARITY_CHECK_ISAL, PARITY_CHECK_GE
  * stripes were just copied out of the page cache: there, with at most
  * PARITY_CHECK_ISAL_SLOTS data slots and chunks of at least
  * PARITY_CHECK_ISAL_MIN_LEN, reading each byte once wins (scrub / cat
- * member*, best of 6: RAID6 4x64K 1.10 vs 0.86, 4x512K 1.03 vs 0.84, 5x64K
- * 0.97 vs 0.91, RAID5 4x64K 1.05 vs 0.97; even at 6 members and at 4K
- * chunks, generating wins or ties: 6x64K 0.89 vs 0.87, 8x16K 0.86 vs 0.79,
- * 4x4K 1.08 vs 1.02).  AUTO follows that (parity_check_auto).  When it
+ * member*, scripts/bench_all, best of 7, isa-l vs generating: RAID6 4x64K
+ * 1.09 vs 0.93, 4x512K 1.11 vs 1.02, with less CPU time; at 3 data slots
+ * it is a tie within the noise - RAID5 4x64K 1.10 vs 1.10, RAID6 5x64K
+ * 1.17 vs 1.24 - and from 4 on, or at 4K chunks, generating wins or ties:
+ * 6x64K 0.89 vs 0.87, 8x16K 0.86 vs 0.79, 4x4K 1.08 vs 1.02).  AUTO
+ * follows that (parity_check_auto).  When it
  * generated, *generated is set and scratch
  * holds P' (and Q' at scratch + len) for the caller to locate the
  * mismatch.  scratch >= len (P) or 2 * len (PQ); nslots, len and the
@@ -57,7 +59,7 @@ enum parity_check_method { PARITY_CHECK_AUTO, PARITY_CHECK_ISAL, PARITY_CHECK_GE
 int parity_consistent(int nslots, size_t len, uint8_t *const *slots, const uint8_t *p, const uint8_t *q,
 		      enum parity_check_method m, uint8_t *scratch, bool *generated);
 
-#define PARITY_CHECK_ISAL_SLOTS 3
+#define PARITY_CHECK_ISAL_SLOTS 2
 #define PARITY_CHECK_ISAL_MIN_LEN ((size_t)64 << 10)
 
 /* The method AUTO uses for nslots data slots of len bytes on a CPU with

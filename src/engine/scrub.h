@@ -7,7 +7,7 @@
  * threads into one of two batch buffers, so reading batch b+1 overlaps the
  * check of batch b.  Checking asks isa-l whether the stored P (and Q) agree
  * with the data (xor_check/pq_check, or generate + compare where isa-l's
- * generators are faster: AVX-512 with more than 3 data chunks or chunks
+ * generators are faster: AVX-512 with more than 2 data chunks or chunks
  * under 64 KiB, parity.h); where they do not, the stripe is
  * regenerated and examined per 4 KiB unit (md's STRIPE_SIZE) to find the
  * exact byte range and, for RAID6, the member at fault

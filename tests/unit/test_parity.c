@@ -400,9 +400,9 @@ START_TEST(test_consistent_auto_rule)
 		ck_assert_int_eq(parity_check_auto(n, 512 << 10, true),
 				 n <= PARITY_CHECK_ISAL_SLOTS ? PARITY_CHECK_ISAL : PARITY_CHECK_GEN);
 	}
-	/* RAID6 4x64K and RAID5 4x64K (measured wins), 6x64K (not) */
+	/* RAID6 4x64K (a measured win); RAID6 5x64K and RAID5 4x64K (ties) */
 	ck_assert_int_eq(parity_check_auto(2, 64 << 10, true), PARITY_CHECK_ISAL);
-	ck_assert_int_eq(parity_check_auto(3, 64 << 10, true), PARITY_CHECK_ISAL);
+	ck_assert_int_eq(parity_check_auto(3, 64 << 10, true), PARITY_CHECK_GEN);
 	ck_assert_int_eq(parity_check_auto(4, 64 << 10, true), PARITY_CHECK_GEN);
 }
 END_TEST
