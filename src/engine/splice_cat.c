@@ -6,7 +6,10 @@
  * is copied into /dev/null or a pipe, one copy into a file).
  *
  * How: each chunk piece a member holds as it is goes member -> our pipe ->
- * out_fd.  The pipe is ours so that a failing member read can be cut back to
+ * out_fd; pieces wait in the pipe until it is full, the segment ends or
+ * bytes are about to reach out_fd another way (held): one splice out per
+ * pipeful rather than per piece (64 KiB chunks: 2 syscalls per chunk ->
+ * about 1).  The pipe is ours so that a failing member read can be cut back to
  * whole 4 KiB blocks (md's stripe unit) before anything reaches out_fd: a
  * member that returns a short read (bytes before a bad sector) or EIO only
  * gets its good whole blocks released; the rest of the piece is served by
@@ -45,6 +48,8 @@ struct splice_run {
 	int out_fd;
 	int pipe_r, pipe_w;
 	size_t pipe_cap;        /* bytes the pipe holds (F_GETPIPE_SZ) */
+	size_t held;            /* bytes in the pipe not yet passed on: the array bytes
+				 * just before the next ones to send, all good */
 	bool out_copy;          /* out_fd refused splice: read the pipe and write() */
 	bool *in_copy;          /* [raid_disks] member refused splice: array_read it; owned */
 	uint64_t *ra_end;       /* [raid_disks] data-area bytes told WILLNEED so far; owned */
@@ -95,6 +100,17 @@ static int pipe_release(struct splice_run *r, size_t len)
 	return 0;
 }
 
+/* Pass on what the pipe holds: before anything else reaches out_fd, and at
+ * the end of each segment (the pipeline lets a segment's pages go from the
+ * page cache once it is sent; pages still in our pipe would stay). */
+static int pipe_flush(struct splice_run *r)
+{
+	size_t n = r->held;
+
+	r->held = 0;
+	return n ? pipe_release(r, n) : 0;
+}
+
 /* Throw away len bytes from the front of our pipe. */
 static int pipe_drop(struct splice_run *r, size_t len)
 {
@@ -113,6 +129,10 @@ static int pipe_drop(struct splice_run *r, size_t len)
  * slice at a time, and write(2). */
 static int copy_via_read(struct splice_run *r, uint64_t off, uint64_t len)
 {
+	int fl = pipe_flush(r);
+
+	if (fl)
+		return fl;
 	while (len) {
 		size_t n = (size_t)min_u64(len, SLICE_BYTES);
 		uint64_t bad = off;
@@ -150,14 +170,14 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 	uint64_t base;
 	int in_fd = m->src->ops->raw_fd(m->src, &base);
 	uint64_t end = aoff + len;
-	uint64_t rel = aoff;    /* array bytes below this are at out_fd */
-	uint64_t got = aoff;    /* ... below this are at out_fd or in the pipe */
+	uint64_t got = aoff;    /* array bytes below this are at out_fd or in the pipe
+				 * (r->held of them in the pipe) */
 	int ret;
 
 	if (r->in_copy[disk])
 		return copy_via_read(r, aoff, len);
 	while (got < end) {
-		size_t want = (size_t)min_u64(end - got, r->pipe_cap - (got - rel));
+		size_t want = (size_t)min_u64(end - got, r->pipe_cap - r->held);
 		loff_t o = (loff_t)(base + moff + (got - aoff));
 		ssize_t n = want ? splice(in_fd, &o, r->pipe_w, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
 				 : -1;
@@ -168,16 +188,16 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 			r->st->splices++;
 			r->st->spliced_bytes += (uint64_t)n;
 			got += (uint64_t)n;
+			r->held += (size_t)n;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if ((n < 0 && errno == EAGAIN && got > rel) || (!want && got > rel)) {
+		if ((n < 0 && errno == EAGAIN && r->held) || (!want && r->held)) {
 			/* the pipe is full: pass it on */
-			ret = pipe_release(r, (size_t)(got - rel));
+			ret = pipe_flush(r);
 			if (ret)
 				return ret;
-			rel = got;
 			continue;
 		}
 		if (n < 0 && got == aoff && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
@@ -189,9 +209,10 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 		uint64_t cb = r->a->geom.chunk_bytes, blk = cb < BLOCK ? cb : BLOCK;
 		uint64_t chunk0 = aoff - aoff % cb;     /* blocks count from the chunk's start */
 		uint64_t keep = chunk0 + (got - chunk0) / blk * blk;
-		if (keep < rel)
-			keep = rel;
-		ret = pipe_release(r, (size_t)(keep - rel));
+		if (keep < got - r->held)       /* (already passed on) */
+			keep = got - r->held;
+		r->held -= (size_t)(got - keep);
+		ret = pipe_flush(r);
 		if (!ret)
 			ret = pipe_drop(r, (size_t)(got - keep));
 		if (ret)
@@ -199,7 +220,7 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 		atomic_fetch_add(&m->read_errors, 1);
 		return copy_via_read(r, keep, end - keep);
 	}
-	return got > rel ? pipe_release(r, (size_t)(got - rel)) : 0;
+	return 0;               /* (what it put in the pipe goes on later: held) */
 }
 
 /* Stripe s of the run is next: keep every member told to read ahead up to
@@ -330,7 +351,9 @@ static int send_piece(struct splice_run *r, void *arg, uint64_t aoff, uint64_t l
 		return splice_piece(r, disk, moff, aoff, len);
 	if (sg->bad < aoff + len)
 		n = sg->bad > aoff ? sg->bad - aoff : 0;
-	ret = write_all(r->out_fd, sg->buf + (aoff - sg->off), (size_t)n);
+	ret = pipe_flush(r);
+	if (!ret)
+		ret = write_all(r->out_fd, sg->buf + (aoff - sg->off), (size_t)n);
 	if (ret)
 		return ret;
 	*r->written += n;
@@ -354,7 +377,10 @@ static int seg_send(void *ctx, int slot, const uint8_t *buf, size_t len, uint64_
 		*r->bad_off = off;
 		return -ECANCELED;      /* said here */
 	}
-	return walk_pieces(r, off, off + len, true, send_piece, &sg);
+	ret = walk_pieces(r, off, off + len, true, send_piece, &sg);
+	if (!ret)
+		ret = pipe_flush(r);
+	return ret;
 }
 
 static bool all_members_plain(const struct array *a)
