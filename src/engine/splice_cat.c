@@ -209,6 +209,8 @@ static int splice_piece(struct splice_run *r, int disk, uint64_t moff, uint64_t 
 		uint64_t cb = r->a->geom.chunk_bytes, blk = cb < BLOCK ? cb : BLOCK;
 		uint64_t chunk0 = aoff - aoff % cb;     /* blocks count from the chunk's start */
 		uint64_t keep = chunk0 + (got - chunk0) / blk * blk;
+		if (keep < aoff)                /* (a piece starting mid-block) */
+			keep = aoff;
 		if (keep < got - r->held)       /* (already passed on) */
 			keep = got - r->held;
 		r->held -= (size_t)(got - keep);
