@@ -394,7 +394,8 @@ void parity_gen_pq(int nslots, size_t len, uint8_t *const *slots, uint8_t *p, ui
 }
 
 /* isa-l's read-only checks: worth it where its generators are not the
- * AVX-512 ones (see parity_consistent in parity.h), and usable only for
+ * AVX-512 ones, or for narrow stripes (parity_check_auto; the figures are
+ * at parity_consistent in parity.h), and usable only for
  * lengths in multiples of 32 with enough vectors (xor >= 3, pq >= 4). */
 static bool isal_check_fits(int nvects, bool pq, size_t len)
 {

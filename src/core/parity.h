@@ -51,10 +51,9 @@ enum parity_check_method { PARITY_CHECK_AUTO, PARITY_CHECK_ISAL, PARITY_CHECK_GE
  * it is a tie within the noise - RAID5 4x64K 1.10 vs 1.10, RAID6 5x64K
  * 1.17 vs 1.24 - and from 4 on, or at 4K chunks, generating wins or ties:
  * 6x64K 0.89 vs 0.87, 8x16K 0.86 vs 0.79, 4x4K 1.08 vs 1.02).  AUTO
- * follows that (parity_check_auto).  When it
- * generated, *generated is set and scratch
- * holds P' (and Q' at scratch + len) for the caller to locate the
- * mismatch.  scratch >= len (P) or 2 * len (PQ); nslots, len and the
+ * follows that (parity_check_auto).  When it generated, *generated is set
+ * and scratch holds P' (and Q' at scratch + len) for the caller to locate
+ * the mismatch.  scratch >= len (P) or 2 * len (PQ); nslots, len and the
  * buffers as for parity_gen_pq. */
 int parity_consistent(int nslots, size_t len, uint8_t *const *slots, const uint8_t *p, const uint8_t *q,
 		      enum parity_check_method m, uint8_t *scratch, bool *generated);
