@@ -13,9 +13,9 @@ require_fuse
 
 seed=1
 for c in $(fixture_cases); do
-	# quick: healthy 0.90, RAID5 without a member, 4K chunks, RAID6 without two
-	quick && case $c in r5-la-4x6M-32K-md090 | r5-ls-5x6M-128K-missing2 | r6-ls-5x6M-4K-md11 | \
-		r6-ls-6x6M-64K-missing1-4) ;; *) continue ;; esac
+	# quick: healthy 0.90, RAID5 without a member, RAID6 without two
+	quick && case $c in r5-la-4x6M-32K-md090 | r5-ls-5x6M-128K-missing2 | r6-ls-6x6M-64K-missing1-4) ;;
+		*) continue ;; esac
 	mapfile -t imgs < <(members_shuffled "$c")
 	before=$(sha256sum "${imgs[@]}" | sort)
 	want=$(mf "$c" .expected_sha256)
