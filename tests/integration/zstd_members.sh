@@ -15,7 +15,8 @@
 Z=$TMP/z
 mkdir -p "$Z"
 
-for c in $(fixture_cases); do
+# (and the 4K-chunk case, which the checks after this loop use, in quick mode too)
+for c in $(fixture_cases | grep -vx r6-ls-5x6M-4K-md11; echo r6-ls-5x6M-4K-md11); do
 	dir=$(fixture_dir "$c")
 	want=$(mf "$c" .expected_sha256)
 	mkdir -p "$Z/$c"
