@@ -6,6 +6,7 @@
 # reading and checking does not depend on what the bytes are, and no
 # payload file is kept) with `raidimg create` in DIR/arr-LEVEL-DEVICES-CHUNK;
 # prints that directory.  Reused when it is there already (BENCH_DIR kept).
+# Returns 1 (message printed) when it cannot be made.
 make_array() {
 	local dir=$1 lvl=$2 n=$3 chunk=$4 gib=$5 k cb bytes per a
 	a="$dir/arr-$lvl-$n-$chunk"
@@ -13,7 +14,7 @@ make_array() {
 		echo "$a"
 		return
 	fi
-	[ -f "$dir/rand64" ] || head -c 64M /dev/urandom >"$dir/rand64"
+	[ -f "$dir/rand64" ] || head -c 64M /dev/urandom >"$dir/rand64" || return 1
 	k=$((n - (lvl == 6 ? 2 : 1)))
 	cb=$(numfmt --from=iec "$chunk")
 	bytes=$((gib << 30))
@@ -21,7 +22,7 @@ make_array() {
 	# the 1.2 superblock and the default 1 MiB data offset come first
 	for ((i = 0; i < gib * 16; i++)); do cat "$dir/rand64"; done |
 		"$R" create --level "$lvl" --devices "$n" --chunk "$chunk" --size $((per + (1 << 20))) \
-			--from - -o "$a" >/dev/null
+			--from - -o "$a" >/dev/null || { echo "bench: cannot make $a" >&2; return 1; }
 	echo "$a"
 }
 

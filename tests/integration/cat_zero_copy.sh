@@ -50,6 +50,19 @@ check "$c, member 2 truncated at 5M: sha256" test "$(sha "$TMP/tr")" = "$(mf $c 
 check "... part spliced, part rebuilt" \
 	test "$(grep '^{' "$TMP/tr.err" | jq '.zero_copy.spliced_bytes > 0 and .zero_copy.copied_bytes > 0')" = true
 
+# --threads' default: 2, but 1 into a pipe when raidimg may use only one or
+# two CPUs (the reader of the pipe needs one); --stats says how many
+threads_used() { grep '^{' "$1" | jq .threads; }
+$T "$RAIDIMG" cat --stats -o "$TMP/th" "$d"/member*.img 2>"$TMP/th.err"
+check "threads: 2 by default into a file" test "$(threads_used "$TMP/th.err")" = 2
+$T taskset -c 0 "$RAIDIMG" cat --stats "$d"/member*.img 2>"$TMP/th.err" | cat >/dev/null
+check "threads: 1 into a pipe on one CPU (taskset)" test "$(threads_used "$TMP/th.err")" = 1
+$T "$RAIDIMG" cat --stats "$d"/member*.img 2>"$TMP/th.err" | cat >/dev/null
+check "threads: into a pipe on this machine's $(nproc) CPUs: $(($(nproc) <= 2 ? 1 : 2))" \
+	test "$(threads_used "$TMP/th.err")" = $(($(nproc) <= 2 ? 1 : 2))
+$T taskset -c 0 "$RAIDIMG" cat --stats --threads 3 "$d"/member*.img 2>"$TMP/th.err" | cat >/dev/null
+check "threads: --threads 3 is kept, into a pipe on one CPU too" test "$(threads_used "$TMP/th.err")" = 3
+
 # outputs: /dev/null, an O_APPEND file (splice refuses it: written with write(2))
 $T "$RAIDIMG" cat --stats "$d"/member*.img >/dev/null 2>"$TMP/null.err"
 check "to /dev/null: every byte counted" \
