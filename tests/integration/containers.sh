@@ -15,14 +15,14 @@ for c in $(ls "$EXT" | grep -v '\.md$'); do
 	quick && case $c in ddf-r5-ls-4x40M-64K | imsm-r5-la-4x12M-64K) continue ;; esac
 	dir=$(fixture_dir "$c" "$EXT")
 	mapfile -t imgs < <(ls "$dir"/member*.img | awk 'BEGIN{srand(7)}{print rand() "\t" $0}' | sort | cut -f2)
-	before=$(sha256sum "${imgs[@]}" | sort)
+	before=$(shas "${imgs[@]}" | sort)
 	nvol=$(emf "$c" '.volumes | length')
 	for ((v = 0; v < nvol; v++)); do
 		name=$(emf "$c" ".volumes[$v].name")
 		sel=()
 		[ "$nvol" -gt 1 ] && sel=(--array "$name")
 		want=$(emf "$c" ".volumes[$v].expected_sha256")
-		got=$("$RAIDIMG" cat "${sel[@]}" "${imgs[@]}" 2>"$TMP/err" | sha256sum | cut -d' ' -f1)
+		got=$("$RAIDIMG" cat "${sel[@]}" "${imgs[@]}" 2>"$TMP/err" | sha)
 		check "$c $name: cat sha256 ($(grep -v rebuilt "$TMP/err" | head -c 200))" test "$got" = "$want"
 		"$RAIDIMG" examine --json "${sel[@]}" "${imgs[@]}" >"$TMP/ex.json" 2>/dev/null
 		ok=$(jq --slurpfile m "$EXT/$c/manifest.json" --arg v "$v" \
@@ -51,13 +51,13 @@ for c in $(ls "$EXT" | grep -v '\.md$'); do
 	# the volume uuid selects as well as the name
 	if [ "$nvol" -gt 1 ]; then
 		uuid=$(emf "$c" '.volumes[1].uuid')
-		got=$("$RAIDIMG" cat --array "$uuid" "${imgs[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1)
+		got=$("$RAIDIMG" cat --array "$uuid" "${imgs[@]}" 2>/dev/null | sha)
 		check "$c: --array UUID" test "$got" = "$(emf "$c" '.volumes[1].expected_sha256')"
 		expect_fail "$c: two volumes without --array" "2 different arrays; choose one with --array" \
 			"$RAIDIMG" cat "${imgs[@]}"
 		check "$c: ... and both listed" grep -q "'Volume1'" "$TMP/err"
 	fi
-	after=$(sha256sum "${imgs[@]}" | sort)
+	after=$(shas "${imgs[@]}" | sort)
 	check "$c: members unchanged" test "$before" = "$after"
 
 	# degraded: rebuild each missing role; the new set is complete and reads the same
@@ -71,13 +71,13 @@ for c in $(ls "$EXT" | grep -v '\.md$'); do
 		check "$c: rebuild role $r ($(tail -n 1 "$TMP/rb"))" test -s "$w/member$r.img"
 		set -- "$@" "$w/member$r.img"
 	done
-	got=$("$RAIDIMG" cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1)
+	got=$("$RAIDIMG" cat "$@" 2>/dev/null | sha)
 	check "$c: rebuilt set reads the same" test "$got" = "$(emf "$c" '.volumes[0].expected_sha256')"
 	check "$c: rebuilt set scrubs clean" "$RAIDIMG" scrub "$@"
 	"$RAIDIMG" examine --json "$@" >"$TMP/ex.json" 2>/dev/null
 	check "$c: rebuilt set complete" test "$(jq -r '.array.verdict + " " + (.array.missing_roles | length | tostring)' \
 		"$TMP/ex.json")" = "complete 0"
-	after=$(sha256sum "${imgs[@]}" | sort)
+	after=$(shas "${imgs[@]}" | sort)
 	check "$c: members unchanged by rebuild" test "$before" = "$after"
 done
 finish

@@ -13,9 +13,9 @@ W=$TMP/w
 mkdir -p "$W"
 # poke FILE OFFSET HEXBYTES: write bytes ("0a0b...") at OFFSET
 poke() { printf "$(echo "$3" | sed 's/../\\x&/g')" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
-cat_sha() { "$RAIDIMG" cat "$@" 2>"$TMP/err" | sha256sum | cut -d' ' -f1; }
-snap() { snapshot=$(sha256sum "$W/$1"/*.img); }
-unchanged() { check "$1: members unchanged" test "$(sha256sum "$W/$1"/*.img)" = "$snapshot"; }
+cat_sha() { "$RAIDIMG" cat "$@" 2>"$TMP/err" | sha; }
+snap() { snapshot=$(shas "$W/$1"/*.img); }
+unchanged() { check "$1: members unchanged" test "$(shas "$W/$1"/*.img)" = "$snapshot"; }
 fresh() { # fresh CASE: writable copies of a case's members in $W/CASE
 	rm -rf "${W:?}/$1"
 	mkdir -p "$W/$1"

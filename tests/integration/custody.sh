@@ -29,12 +29,12 @@ check "examine --hash: the array" grep -q "^sha256 $want  array  bytes 0-$((size
 "$RAIDIMG" examine --json --hash "${imgs[@]}" >"$TMP/ex.json"
 check "examine --json --hash: array" test "$(jq -r .sha256.array.sha256 "$TMP/ex.json")" = "$want"
 check "examine --json --hash: members" test "$(jq -r '.sha256.members[] | .sha256 + "  " + .path' "$TMP/ex.json" | sort)" = \
-	"$(sha256sum "${imgs[@]}" | sort)"
+	"$(sha256sum "${imgs[@]}" | sort)"  # (its format: "HASH  PATH")
 # an array that cannot be assembled: the image files alone
 "$RAIDIMG" examine --hash "${imgs[0]}" >/dev/null 2>"$TMP/err"
 check "examine --hash, not assemblable: the image is hashed" grep -q "^sha256 $(sha "${imgs[0]}")  ${imgs[0]}\$" "$TMP/err"
 # cat: hashes on stderr when stdout carries the data, else on stdout
-got=$("$RAIDIMG" cat --hash "${imgs[@]}" 2>"$TMP/err" | sha256sum | cut -d' ' -f1)
+got=$("$RAIDIMG" cat --hash "${imgs[@]}" 2>"$TMP/err" | sha)
 check "cat --hash: the data is unchanged" test "$got" = "$want"
 check "cat --hash to stdout: hashes on stderr" grep -q "^sha256 $want  array" "$TMP/err"
 "$RAIDIMG" cat --hash -o "$TMP/cat.img" "${imgs[@]}" >"$TMP/out" 2>/dev/null
@@ -149,7 +149,7 @@ check_map() { # CASE MAP "MISSING ROLES"
 for cm in "r5-ls-5x6M-128K-missing2:2" "r6-ls-6x6M-64K-missing1-4:1 4" "r6-ls-6x6M-64K-md12:"; do
 	c=${cm%%:*}; missing=${cm#*:}
 	mapfile -t imgs < <(members_shuffled "$c")
-	"$RAIDIMG" cat --provenance "$TMP/$c.map" "${imgs[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1 >"$TMP/sha"
+	"$RAIDIMG" cat --provenance "$TMP/$c.map" "${imgs[@]}" 2>/dev/null | sha >"$TMP/sha"
 	check "$c: cat --provenance keeps the data right" test "$(cat "$TMP/sha")" = "$(mf "$c" .expected_sha256)"
 	res=$(check_map "$c" "$TMP/$c.map" "$missing")
 	case "$res" in

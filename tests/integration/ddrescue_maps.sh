@@ -31,16 +31,16 @@ want=$(mf "$c" .expected_sha256)
 image "$d/member1.img" r6m1 "0 0x140000 +" "0x140000 0x1200 -" "0x141200 0x1EE00 +" "0x160000 0x30000 -" "0x190000 0x470000 +"
 image "$d/member4.img" r6m4 "0 0x141000 +" "0x141000 0x2000 -" "0x143000 0x4BD000 +"
 r6=("$d/member0.img" r6m1.img "$d/member2.img" "$d/member3.img" r6m4.img "$d/member5.img")
-before=$(sha256sum r6m1.img r6m4.img r6m1.map r6m4.map)
+before=$(shas r6m1.img r6m4.img r6m1.map r6m4.map)
 check "ddrescue left zeros where it failed" cmp -s <(head -c 4608 <(tail -c +$((0x140000 + 1)) r6m1.img)) <(head -c 4608 /dev/zero)
-got=$($T "$RAIDIMG" cat --provenance r6.prov "${r6[@]}" 2>"$TMP/err" | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --provenance r6.prov "${r6[@]}" 2>"$TMP/err" | sha)
 check "RAID6, bad areas on two members: cat = md's sha256 (the zeros rebuilt)" test "$got" = "$want"
 check "the mapfiles taken are said" grep -q "r6m1.img: ddrescue mapfile r6m1.map: 2 range(s), 196.5 KiB not rescued" "$TMP/err"
-got=$($T "$RAIDIMG" cat --stats --no-zero-copy "${r6[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --stats --no-zero-copy "${r6[@]}" 2>/dev/null | sha)
 check "the same through the copying pipeline" test "$got" = "$want"
 $T "$RAIDIMG" cat --stats "${r6[@]}" 2>"$TMP/err" >/dev/null
 check "zero-copy cat was used" test "$(stats_method "$TMP/err")" = zero-copy
-got=$($T "$RAIDIMG" cat --no-maps "${r6[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --no-maps "${r6[@]}" 2>/dev/null | sha)
 check "--no-maps: the zeros are read as data (another sha256)" test "$got" != "$want"
 sum_src() { grep -v '"map"' "$1" | jq -s "[.[] | select(.source==\"$2\") | .length] | add // 0"; }
 # every untrusted member byte inside the data area is a data or parity byte:
@@ -123,7 +123,7 @@ put_le bb2.img $((24 * 512)) 8 $(((s0 << 10) | 16))
 put_le bb2.img $((24 * 512 + 8)) 8 -1
 sb_set 8 4 8 bb2.img                                     # feature_map: bad blocks
 dd if=/dev/zero of=bb2.img bs=512 seek=$s0 count=16 conv=notrunc status=none
-got=$($T "$RAIDIMG" cat --provenance bb.prov "$d/member0.img" "$d/member1.img" bb2.img "$d/member3.img" 2>"$TMP/err" | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --provenance bb.prov "$d/member0.img" "$d/member1.img" bb2.img "$d/member3.img" 2>"$TMP/err" | sha)
 check "md bad-block log entry over zeroed sectors: rebuilt, md's sha256" test "$got" = "$want"
 check "... said" grep -q "bb2.img: role 2: 1 range(s) from md's bad-block log are untrusted" "$TMP/err"
 
@@ -139,13 +139,13 @@ expect_fail "a mapfile of a larger image: refused" "x1.map .*the image has 83886
 printf '0 +\n0 0x400000 +\n' >x1.map
 expect_fail "a mapfile of a smaller image: refused" "x1.map .*the image has 8388608 bytes but the mapfile covers only 4194304" \
 	"$RAIDIMG" cat "$d/member0.img" x1.img "$d/member2.img" "$d/member3.img"
-got=$($T "$RAIDIMG" cat --no-maps "$d/member0.img" x1.img "$d/member2.img" "$d/member3.img" 2>/dev/null | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --no-maps "$d/member0.img" x1.img "$d/member2.img" "$d/member3.img" 2>/dev/null | sha)
 check "--no-maps reads it without" test "$got" = "$want"
 rm x1.map
 cp r5m1.map other.name
-got=$($T "$RAIDIMG" cat --map r5m1.img=other.name --no-maps "$d/member0.img" r5m1.img "$d/member2.img" "$d/member3.img" 2>"$TMP/err" | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --map r5m1.img=other.name --no-maps "$d/member0.img" r5m1.img "$d/member2.img" "$d/member3.img" 2>"$TMP/err" | sha)
 check "--map IMAGE=MAPFILE with --no-maps: that map only, md's sha256" test "$got" = "$want"
 expect_fail "--map naming no image given" "--map nope.img=other.name: nope.img is not one of the images given" \
 	"$RAIDIMG" cat --map nope.img=other.name "$d/member0.img" r5m1.img "$d/member2.img" "$d/member3.img"
-check "no image or mapfile was changed" test "$(sha256sum r6m1.img r6m4.img r6m1.map r6m4.map)" = "$before"
+check "no image or mapfile was changed" test "$(shas r6m1.img r6m4.img r6m1.map r6m4.map)" = "$before"
 finish

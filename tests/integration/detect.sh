@@ -16,7 +16,7 @@ for t in mkfs.ext4 mkfs.vfat mcopy sfdisk python3 jq; do
 	command -v $t >/dev/null || { echo "detect.sh: $t missing (scripts/deps)"; exit 1; }
 done
 T="timeout 120"
-EMPTY_SHA=$(sha256sum </dev/null | cut -d' ' -f1)
+EMPTY_SHA=$(sha </dev/null)
 W=$TMP/detect
 P=$W/payloads
 mkdir -p "$P"
@@ -89,7 +89,7 @@ mkcase() {
 	[ "$level" = 4 ] || args+=(--layout "$layout")
 	args+=(--chunk "$chunk" --order "$(IFS=,; echo "${order[*]}")" --data-offset "$D")
 	echo "${args[*]}" >"$W/$name.args"
-	"$RAIDIMG" cat "${args[@]}" "${members[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1 >"$W/$name.sha"
+	"$RAIDIMG" cat "${args[@]}" "${members[@]}" 2>/dev/null | sha >"$W/$name.sha"
 	[ "$(cat "$W/$name.sha")" != "$EMPTY_SHA" ] || return 1
 	# the truth reads the payload back (the case is what it claims to be)
 	"$RAIDIMG" cat "${args[@]}" --length "$(stat -c %s "$P/$payload.img")" "${members[@]}" 2>/dev/null |
@@ -107,7 +107,7 @@ run_case() {
 	mapfile -t args < <(jq -r '.candidates[0].array_args[]?' "$W/$name.json" 2>/dev/null)
 	mapfile -t paths < <(jq -r '.candidates[0].paths[]?' "$W/$name.json" 2>/dev/null)
 	got=-
-	[ ${#args[@]} -gt 0 ] && got=$("$RAIDIMG" cat "${args[@]}" "${paths[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1)
+	[ ${#args[@]} -gt 0 ] && got=$("$RAIDIMG" cat "${args[@]}" "${paths[@]}" 2>/dev/null | sha)
 	local want_rc=0
 	[ "$verdict" = ambiguous ] && want_rc=1
 	case $want in

@@ -30,11 +30,11 @@ cp "$d/member3.img" m3.img
 check "ewfacquire wrote 9 segments for member 0" test "$(ls m0.E* | wc -l)" -eq 9
 check "split wrote 3 pieces for member 2" test "$(ls m2.0* | wc -l)" -eq 3
 imgs=(m1.E01 m3.img m0.E01 m2.001)
-before=$(sha256sum m0.E* m1.E* m2.0* m3.img)
+before=$(shas m0.E* m1.E* m2.0* m3.img)
 
-got=$($T "$RAIDIMG" cat "${imgs[@]}" 2>"$TMP/err" | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat "${imgs[@]}" 2>"$TMP/err" | sha)
 check "E01 (9 segments, uncompressed), E01 (compressed), split raw and raw: cat = md's sha256" test "$got" = "$want"
-got=$($T "$RAIDIMG" cat --no-zero-copy "${imgs[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --no-zero-copy "${imgs[@]}" 2>/dev/null | sha)
 check "the same through the copying pipeline" test "$got" = "$want"
 $T "$RAIDIMG" examine --json "${imgs[@]}" >ex.json 2>/dev/null
 check "examine: kinds by role" test "$(jq -c '[.array.members[].kind]' ex.json)" = '["ewf","ewf","split","raw"]'
@@ -58,7 +58,7 @@ check "replay: exit 0 ($(tail -1 "$TMP/err"))" test $rc -eq 0
 chmod u+w m0.E05; printf 'x' | dd of=m0.E05 bs=1 seek=100000 conv=notrunc status=none
 expect_fail "replay: a changed segment is refused, named" "m0.E05: sha256 is now" "$RAIDIMG" replay rec.json
 acq m0 none 1MiB "$d/member0.img"     # the segment back as it was (same bytes but the date)
-before=$(sha256sum m0.E* m1.E* m2.0* m3.img)
+before=$(shas m0.E* m1.E* m2.0* m3.img)
 
 if fuse_usable; then
 	mnt=$(mountpoint_dir ev)
@@ -75,7 +75,7 @@ fi
 # acquisition errors the imager recorded: untrusted, rebuilt from parity
 "$EWF_MAKE" "$d/member1.img" acq 1048576 1 4096:8 5000:100 >/dev/null
 acqimgs=(m0.E01 acq.E01 m2.001 m3.img)
-got=$($T "$RAIDIMG" cat --provenance acq.prov "${acqimgs[@]}" 2>"$TMP/err" | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --provenance acq.prov "${acqimgs[@]}" 2>"$TMP/err" | sha)
 check "EWF acquisition errors (zeros stored): rebuilt from parity, md's sha256" test "$got" = "$want"
 check "provenance: 'untrusted' ranges of role 1, 4096+51200 bytes" test "$(grep -v '"map"' acq.prov | jq -s '[.[] | select(.source=="untrusted" and .role==1) | .length] | add')" -eq $((4096 + 51200))
 check "provenance header: role 1's untrusted ranges come from the E01" test "$(head -1 acq.prov | jq -r '.members[1].untrusted_from[0].kind')" = ewf-acquiry-errors
@@ -95,7 +95,7 @@ PY
 )
 set -- $off
 printf '\xff\xfe\xfd' | dd of="$1" bs=1 seek=$(($2 + 10)) conv=notrunc status=none
-got=$($T "$RAIDIMG" cat --no-zero-copy cor/m0.E01 m1.E01 m2.001 m3.img 2>"$TMP/err" | sha256sum | cut -d' ' -f1)
+got=$($T "$RAIDIMG" cat --no-zero-copy cor/m0.E01 m1.E01 m2.001 m3.img 2>"$TMP/err" | sha)
 check "a corrupted EWF chunk: rebuilt from parity, md's sha256" test "$got" = "$want"
 check "... with a warning naming the segment set and the bytes" grep -Eq "cor/m0.E01: media bytes [0-9]+-[0-9]+: chunk checksum error" "$TMP/err"
 $T "$RAIDIMG" examine --hash cor/m0.E01 m1.E01 m2.001 m3.img >/dev/null 2>"$TMP/err"; rc=$?
@@ -120,5 +120,5 @@ expect_fail "a split piece of another size is named" "m2.002 has 2999999 bytes b
 	"$RAIDIMG" cat m0.E01 m1.E01 sz/m2.001 m3.img
 expect_fail "a piece given as a member too is refused" "m2.002 is a piece of the split image m2.001, given too" \
 	"$RAIDIMG" cat m0.E01 m1.E01 m2.001 m2.002 m3.img
-check "no image was changed" test "$(sha256sum m0.E* m1.E* m2.0* m3.img)" = "$before"
+check "no image was changed" test "$(shas m0.E* m1.E* m2.0* m3.img)" = "$before"
 finish

@@ -46,7 +46,7 @@ fresh() { # fresh NAME: writable copies of the members in $TMP/NAME; sets m[]
 fresh same
 sb_set 88 4 128 "${m[@]}"
 check "superblock editing helper keeps a valid checksum" \
-	test "$("$RAIDIMG" cat "${m[@]}" 2>/dev/null | sha256sum | cut -d' ' -f1)" = "$(mf $C .expected_sha256)"
+	test "$("$RAIDIMG" cat "${m[@]}" 2>/dev/null | sha)" = "$(mf $C .expected_sha256)"
 
 # ---------------- from metadata ----------------
 fresh chunk2g

@@ -17,7 +17,7 @@ for c in $(fixture_cases); do
 	quick && case $c in r5-la-4x6M-32K-md090 | r5-ls-5x6M-128K-missing2 | r6-ls-6x6M-64K-missing1-4) ;;
 		*) continue ;; esac
 	mapfile -t imgs < <(members_shuffled "$c")
-	before=$(sha256sum "${imgs[@]}" | sort)
+	before=$(shas "${imgs[@]}" | sort)
 	want=$(mf "$c" .expected_sha256)
 	size=$(mf "$c" .array_bytes)
 	chunk=$(mf "$c" .chunk_bytes)
@@ -80,7 +80,7 @@ for c in $(fixture_cases); do
 	unmount_now "$mnt"
 	check "$c: fusermount3 -u: no mount left" wait_until 10 not_mounted "$mnt"
 	check "$c: fusermount3 -u: the serving process is gone" wait_until 10 pid_gone "$pid"
-	after=$(sha256sum "${imgs[@]}" | sort)
+	after=$(shas "${imgs[@]}" | sort)
 	check "$c: members unchanged" test "$before" = "$after"
 done
 finish

@@ -25,7 +25,7 @@ done
 # ---- a check through the mount on every fixture ----
 for c in $(fixture_cases); do
 	mapfile -t imgs < <(members_shuffled "$c")
-	before=$(sha256sum "${imgs[@]}" | sort)
+	before=$(shas "${imgs[@]}" | sort)
 	mnt=$(mountpoint_dir "$c")
 	log=$TMP/$c.log
 	if ! $T "$RAIDIMG" mount --scrub-log "$log" "${imgs[@]}" "$mnt" >/dev/null 2>"$TMP/err"; then
@@ -88,14 +88,14 @@ for c in $(fixture_cases); do
 	check "$c: the log's records are raidimg scrub --json's, byte for byte" cmp -s "$TMP/standalone" "$TMP/logged"
 	unmount "$mnt" "$pid"
 	check "$c: unmounted, the daemon ended" not_mounted "$mnt"
-	after=$(sha256sum "${imgs[@]}" | sort)
+	after=$(shas "${imgs[@]}" | sort)
 	check "$c: members unchanged" test "$before" = "$after"
 done
 
 # ---- words, repair refused, speed limits (RAID5, bad parity) ----
 c=r5-ls-4x6M-64K-badparity
 mapfile -t imgs < <(members_shuffled "$c")
-before=$(sha256sum "${imgs[@]}" | sort)
+before=$(shas "${imgs[@]}" | sort)
 mnt=$(mountpoint_dir words)
 if $T "$RAIDIMG" mount --speed-limit-min 2000 --speed-limit-max 50M "${imgs[@]}" "$mnt" >/dev/null 2>"$TMP/err"; then
 	pid=$(status_field "$mnt" .mount.pid)
@@ -134,7 +134,7 @@ if $T "$RAIDIMG" mount --speed-limit-min 2000 --speed-limit-max 50M "${imgs[@]}"
 else
 	fail "mount: $(cat "$TMP/err")"
 fi
-check "nothing was written to the members" test "$before" = "$(sha256sum "${imgs[@]}" | sort)"
+check "nothing was written to the members" test "$before" = "$(shas "${imgs[@]}" | sort)"
 
 # ---- refusals when mounting ----
 touch "$TMP/imgfile"
@@ -154,5 +154,5 @@ expect_fail "--speed-limit-max nonsense" "--speed-limit-max" \
 for d in imgfile mnt-n1 mnt-n2 mnt-n3 mnt-n4 mnt-n5; do
 	check "nothing mounted on $d" not_mounted "$TMP/$d"
 done
-check "the members are still unchanged" test "$before" = "$(sha256sum "${imgs[@]}" | sort)"
+check "the members are still unchanged" test "$before" = "$(shas "${imgs[@]}" | sort)"
 finish

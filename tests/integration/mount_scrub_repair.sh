@@ -58,7 +58,7 @@ for c in r5-ls-4x6M-64K-badparity r6-ls-5x6M-64K-baddata; do
 	check "$c: the mounted image now reads as the healthy array (sha256_healthy)" \
 		test "$($T sha256sum "$img" | cut -d' ' -f1)" = "$healthy"
 	check "$c: ... also with O_DIRECT" \
-		test "$($T dd if="$img" iflag=direct bs=1M status=none | sha256sum | cut -d' ' -f1)" = "$healthy"
+		test "$($T dd if="$img" iflag=direct bs=1M status=none | sha)" = "$healthy"
 	ctl "$mnt" sync_action check
 	check "$c: a check after the repair ends" wait_scrub "$mnt" 2
 	check "$c: ... clean" scrub_jq "$mnt" '.mode == "check" and .result == "clean" and .mismatches == 0'
@@ -81,7 +81,7 @@ for c in r5-ls-4x6M-64K-badparity r6-ls-5x6M-64K-baddata; do
 	"$RAIDIMG" scrub "$w"/member*.img >/dev/null 2>&1; rc=$?
 	check "$c: raidimg scrub of the repaired images: clean (exit $rc)" test $rc -eq 0
 	check "$c: raidimg cat of the repaired images: sha256_healthy" \
-		test "$("$RAIDIMG" cat "$w"/member*.img 2>/dev/null | sha256sum | cut -d' ' -f1)" = "$healthy"
+		test "$("$RAIDIMG" cat "$w"/member*.img 2>/dev/null | sha)" = "$healthy"
 	rm -rf "$w"
 done
 
@@ -96,7 +96,7 @@ rm "$w"/member3.img
 mnt=$(mountpoint_dir degraded)
 if $T "$RAIDIMG" mount --allow-repair "$w"/member*.img "$mnt" >/dev/null 2>"$TMP/err"; then
 	pid=$(status_field "$mnt" .mount.pid)
-	before=$(sha256sum "$w"/member*.img)
+	before=$(shas "$w"/member*.img)
 	check "degraded: repair refused (EINVAL)" ctl_fails "$mnt" sync_action repair "Invalid argument"
 	check "degraded: status says why" scrub_jq "$mnt" '.refused | test("degraded")'
 	check "degraded: still idle" test "$($T cat "$mnt/sync_action")" = idle
@@ -104,7 +104,7 @@ if $T "$RAIDIMG" mount --allow-repair "$w"/member*.img "$mnt" >/dev/null 2>"$TMP
 	check "degraded: a check runs to the end" wait_scrub "$mnt" 1
 	check "degraded: clean with the redundancy left" scrub_jq "$mnt" '.result == "clean" and .stripes_unchecked == 0'
 	unmount "$mnt" "$pid"
-	check "degraded: nothing written" test "$before" = "$(sha256sum "$w"/member*.img)"
+	check "degraded: nothing written" test "$before" = "$(shas "$w"/member*.img)"
 else
 	fail "degraded mount: $(cat "$TMP/err")"
 fi

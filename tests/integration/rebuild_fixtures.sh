@@ -18,19 +18,19 @@ complete_with() {
 	local c=$1 d=$2; shift 2
 	"$RAIDIMG" examine --json "$@" >"$TMP/ex.json" 2>"$TMP/err"
 	check "$c: $d: examine verdict complete" jqt '.array.verdict == "complete"' "$TMP/ex.json"
-	got=$("$RAIDIMG" cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1)
+	got=$("$RAIDIMG" cat "$@" 2>/dev/null | sha)
 	check "$c: $d: sha256 = the manifest's" test "$got" = "$(mf "$c" .sha256)"
 	"$RAIDIMG" scrub "$@" >/dev/null 2>&1
 	check "$c: $d: scrubs clean" test $? -eq 0
 }
 
 # data_area IMAGE OFFSET BYTES: sha256 of the data area
-data_area() { tail -c +$(($2 + 1)) "$1" | head -c "$3" | sha256sum | cut -d' ' -f1; }
+data_area() { tail -c +$(($2 + 1)) "$1" | head -c "$3" | sha; }
 
 for c in $(fixture_cases); do
 	dir=$(fixture_dir "$c")
 	mapfile -t imgs < <(members_shuffled "$c")
-	before=$(sha256sum "${imgs[@]}" | sort)
+	before=$(shas "${imgs[@]}" | sort)
 	[ "$(mf "$c" '.corruption | length')" -gt 0 ] && continue
 	missing=$(mf "$c" '.missing_roles | join(" ")')
 	if [ -n "$missing" ]; then
@@ -73,7 +73,7 @@ for c in $(fixture_cases); do
 			rm -f "$W/new.img"
 		done
 	fi
-	after=$(sha256sum "${imgs[@]}" | sort)
+	after=$(shas "${imgs[@]}" | sort)
 	check "$c: members unchanged" test "$before" = "$after"
 done
 

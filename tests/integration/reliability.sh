@@ -23,8 +23,8 @@ mkdir -p "$W"
 cp "$(fixture_dir $C)"/member*.img "$W"/
 chmod 644 "$W"/*.img
 M=("$W"/member0.img "$W"/member1.img "$W"/member2.img "$W"/member3.img)
-before=$(sha256sum "${M[@]}")
-unchanged() { test "$before" = "$(sha256sum "${M[@]}")"; }
+before=$(shas "${M[@]}")
+unchanged() { test "$before" = "$(shas "${M[@]}")"; }
 
 # ---- side files that are not regular files ----
 ln -s /dev/zero "$TMP/zero.cp"

@@ -8,7 +8,7 @@ b=$(fixture_dir r6-ls-6x6M-64K-md12)
 A=("$a"/member*.img)
 B=("$b"/member*.img)
 size=$((21 << 20))
-sums=$(sha256sum "${A[@]}" "${B[@]}" | sort)
+sums=$(shas "${A[@]}" "${B[@]}" | sort)
 
 # --range
 expect_fail "--range past the end" "END $((size + 1)) is past the end of the array \\($size bytes\\)" \
@@ -68,6 +68,6 @@ m=$(fixture_dir "$c")
 expect_fail "rebuild of RAID6 role 1 without role 0 (3 missing)" "too many members missing: 3 of 6 roles" \
 	"$RAIDIMG" rebuild --role 1 -o "$W/z.img" "$m"/member{2,3,5}.img
 
-after=$(sha256sum "${A[@]}" "${B[@]}" | sort)
+after=$(shas "${A[@]}" "${B[@]}" | sort)
 check "no member image was modified" test "$sums" = "$after"
 finish

@@ -27,7 +27,7 @@ matches_manifest() {
 
 for c in $(fixture_cases); do
 	mapfile -t imgs < <(members_shuffled "$c")
-	before=$(sha256sum "${imgs[@]}" | sort)
+	before=$(shas "${imgs[@]}" | sort)
 	level=$(mf "$c" .level)
 	nmissing=$(mf "$c" '.missing_roles | length')
 	ncorrupt=$(mf "$c" '.corruption | length')
@@ -84,7 +84,7 @@ for c in $(fixture_cases); do
 	check "$c: nothing on stderr or stdout looks like a progress bar on a pipe" \
 		bash -c "! grep -q 'ETA' '$TMP/out.txt'"
 
-	after=$(sha256sum "${imgs[@]}" | sort)
+	after=$(shas "${imgs[@]}" | sort)
 	check "$c: members unchanged" test "$before" = "$after"
 done
 

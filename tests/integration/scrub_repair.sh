@@ -23,7 +23,7 @@ corrupt() {
 }
 
 # healthy sha256 of the array in DIR
-array_sha() { "$RAIDIMG" cat "$1"/*.img 2>/dev/null | sha256sum | cut -d' ' -f1; }
+array_sha() { "$RAIDIMG" cat "$1"/*.img 2>/dev/null | sha; }
 
 # 1. the fixtures' own corruption
 for c in r5-ls-4x6M-64K-badparity r6-ls-5x6M-64K-baddata; do

@@ -14,7 +14,7 @@ require_fuse
 C=r6-ls-6x6M-64K-md12
 d=$(fixture_dir $C)
 m=("$d"/member0.img "$d"/member1.img "$d"/member2.img "$d"/member3.img "$d"/member4.img "$d"/member5.img)
-sums=$(sha256sum "${m[@]}")
+sums=$(shas "${m[@]}")
 "$RAIDIMG" cat "${m[@]}" >"$TMP/ref"
 check "reference read" test "$(sha "$TMP/ref")" = "$(mf $C .expected_sha256)"
 
@@ -85,5 +85,5 @@ RAIDIMG=$RAIDIMG_FAULTY RAIDIMG_FAULTS=$f stress degraded-failing "${m[0]}" "${m
 check "degraded-failing: read errors were recovered (status)" \
 	test "$(jq '[.. | objects | .read_errors_recovered? // empty] | max' "$TMP/degraded-failing.status")" -gt 0
 
-check "no member changed" test "$sums" = "$(sha256sum "${m[@]}")"
+check "no member changed" test "$sums" = "$(shas "${m[@]}")"
 finish
