@@ -182,19 +182,21 @@ expect_fail() {
 
 # ---- md 1.2 superblock editing (the superblock is at byte 4096) ----
 SB=4096
+# (the editing helpers fork as little as they can: every process costs
+# milliseconds here, and the tests edit hundreds of superblocks)
 put_le() { # put_le FILE OFFSET BYTES VALUE: little-endian integer into FILE
-	local f=$1 off=$2 n=$3 v=$4 s="" i
-	for ((i = 0; i < n; i++)); do s+=$(printf '\\x%02x' $(((v >> (8 * i)) & 255))); done
+	local f=$1 off=$2 n=$3 v=$4 s="" b i
+	for ((i = 0; i < n; i++)); do printf -v b '\\x%02x' $(((v >> (8 * i)) & 255)); s+=$b; done
 	printf "$s" | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
 }
-get_le32() { od -An -t u4 -j "$2" -N4 "$1" | tr -d ' '; }
+get_le32() { local v; v=$(od -An -t u4 -j "$2" -N4 "$1"); echo $((v)); }
 fix_csum() { # fix_csum FILE: recompute the md 1.x checksum (u32 sum folded once)
 	local f=$1 max_dev size sum
 	max_dev=$(get_le32 "$f" $((SB + 220)))
 	size=$((256 + 2 * max_dev))
 	put_le "$f" $((SB + 216)) 4 0
-	sum=$(od -An -t u4 -v -j $SB -N $((size / 4 * 4)) "$f" | tr -s ' ' '\n' | awk 'NF { s += $1 } END { printf "%.0f", s }')
-	if ((size % 4)); then sum=$((sum + $(od -An -t u2 -j $((SB + size - 2)) -N2 "$f" | tr -d ' '))); fi
+	sum=$(od -An -t u4 -v -j $SB -N $((size / 4 * 4)) "$f" | awk '{ for (i = 1; i <= NF; i++) s += $i } END { printf "%.0f", s }')
+	if ((size % 4)); then sum=$((sum + $(od -An -t u2 -j $((SB + size - 2)) -N2 "$f"))); fi
 	put_le "$f" $((SB + 216)) 4 $((((sum & 0xffffffff) + (sum >> 32)) & 0xffffffff))
 }
 # sb_set FIELD_OFFSET BYTES VALUE FILE...: set a field in each, fix checksums

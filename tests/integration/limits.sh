@@ -134,8 +134,9 @@ expect_fail "300 images with md metadata" "too many images|no RAID metadata|too 
 W=256
 quick && W=64
 mkdir -p "$TMP/wide"
-for i in $(seq 0 $((W - 2))); do truncate -s 1G "$TMP/wide/m$(printf %03d "$i").img"; done
-wide=("$TMP"/wide/m*.img)
+wide=()
+for ((i = 0; i < W - 1; i++)); do printf -v f '%s/wide/m%03d.img' "$TMP" $i; wide+=("$f"); done
+truncate -s 1G "${wide[@]}"
 # with a manual geometry the members' metadata is only noted, where it
 # belongs: no search of the last 32 MiB of each image for a displaced DDF
 # anchor (it read 8 GB of holes here, 13 s).  Under strace: what the 1M read

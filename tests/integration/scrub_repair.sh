@@ -17,8 +17,8 @@ copy_case() { mkdir -p "$2" && cp "$(fixture_dir "$1")"/member*.img "$2"/ && chm
 
 # corrupt FILE OFFSET LEN: XOR the bytes with 0xa5 (as the oracle does)
 corrupt() {
-	local hex="" b
-	for b in $(od -An -tu1 -v -j "$2" -N "$3" "$1"); do hex+=$(printf '\\x%02x' $((b ^ 0xa5))); done
+	local hex="" b x
+	for b in $(od -An -tu1 -v -j "$2" -N "$3" "$1"); do printf -v x '\\x%02x' $((b ^ 0xa5)); hex+=$x; done
 	printf "$hex" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
 
