@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,14 +111,7 @@ static void print_stats(const struct array *a, double secs, int nthreads, const 
  * faster (0.44 against 0.61 s). */
 static long long default_threads(int fd)
 {
-	struct stat st;
-	cpu_set_t set;
-	long ncpu = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-								 : sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (ncpu > 0 && ncpu <= 2 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
-		return 1;
-	return 2;
+	return cpus_usable() <= 2 && fd_is_pipe(fd) ? 1 : 2;
 }
 
 /* What the command line says. */

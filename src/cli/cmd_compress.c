@@ -50,7 +50,8 @@ static void usage(FILE *f)
 		   "  --frame-size SIZE    decompressed bytes per frame, 4K..1G (default 1M): smaller\n"
 		   "                       frames make small random reads cheaper, larger ones\n"
 		   "                       compress better\n"
-		   "  --threads N          frames compressed in parallel (default: CPUs, at most 8)\n"
+		   "  --threads N          frames compressed in parallel (default: the CPUs it may\n"
+		   "                       use, at most 8)\n"
 		   "  --hash               print the sha256 of IMAGE's (decompressed) bytes and of OUT\n"
 		   "  --record FILE        write a JSON record of the run (implies --hash)\n"
 		   "  --overwrite          replace OUT if it exists\n"
@@ -263,7 +264,7 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int ncpu = cpus_usable();
 	long long v;
 	uint64_t sz;
 	int opt;
@@ -271,7 +272,7 @@ static int parse_args(int argc, char **argv, struct compress_opts *o, char **out
 	memset(o, 0, sizeof(*o));
 	o->w.level = 3;
 	o->w.frame_bytes = 1u << 20;
-	o->w.nthreads = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
+	o->w.nthreads = ncpu > 8 ? 8 : ncpu;
 	o->progress = isatty(STDERR_FILENO);
 	while ((opt = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
 		switch (opt) {

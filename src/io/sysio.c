@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -109,12 +110,26 @@ int random_bytes(uint8_t *p, size_t n)
 	return 0;
 }
 
-void pipe_grow(int fd, size_t bytes)
+bool fd_is_pipe(int fd)
 {
 	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+int cpus_usable(void)
+{
+	cpu_set_t set;
+	long n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
+}
+
+void pipe_grow(int fd, size_t bytes)
+{
 	int now;
 
-	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+	if (!fd_is_pipe(fd))
 		return;
 	now = fcntl(fd, F_GETPIPE_SZ);
 	if (now >= 0 && (size_t)now < bytes)

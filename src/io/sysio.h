@@ -1,5 +1,5 @@
 /* sysio.h - file and system helpers: whole-buffer reads and writes,
- * absolute paths, randomness, pipe sizes. */
+ * absolute paths, randomness, pipes, the CPUs at hand. */
 #ifndef RAIDIMG_SYSIO_H
 #define RAIDIMG_SYSIO_H
 
@@ -24,6 +24,13 @@ int pread_all(int fd, void *buf, size_t len, uint64_t off);
  * fs.pipe-max-size for ordinary users): output into a pipe then goes to its
  * reader in fewer, larger hand-overs.  Best effort, silent. */
 void pipe_grow(int fd, size_t bytes);
+
+/* Is fd a pipe (or FIFO)? */
+bool fd_is_pipe(int fd);
+
+/* The CPUs this process may run on (its affinity mask: taskset and cpusets
+ * count), else the online ones; at least 1. */
+int cpus_usable(void);
 
 /* n bytes from the kernel's random source (getrandom(2)), for UUIDs.  0 or -errno. */
 int random_bytes(uint8_t *p, size_t n);
